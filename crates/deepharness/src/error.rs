@@ -1,0 +1,58 @@
+//! `deepharness::Error`: every crate's error, in one type.
+
+/// Any error deepharness raises.
+///
+/// Each crate of the workspace has its own error enum; this one wraps them all, so `?` works
+/// across crates. The `is_*` predicates look through the wrapping.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of harness-core: configuration, tools, providers.
+    #[error(transparent)]
+    Core(#[from] harness_core::Error),
+}
+
+impl Error {
+    /// The harness-core error inside, if that is what this is.
+    pub fn as_core(&self) -> Option<&harness_core::Error> {
+        match self {
+            Self::Core(e) => Some(e),
+        }
+    }
+
+    /// True for a configuration error: something built or used the wrong way.
+    pub fn is_configuration(&self) -> bool {
+        self.as_core()
+            .is_some_and(harness_core::Error::is_configuration)
+    }
+
+    /// True for an unknown tool name.
+    pub fn is_tool_not_found(&self) -> bool {
+        self.as_core()
+            .is_some_and(harness_core::Error::is_tool_not_found)
+    }
+
+    /// True for a call the approval callback refused.
+    pub fn is_tool_denied(&self) -> bool {
+        self.as_core()
+            .is_some_and(harness_core::Error::is_tool_denied)
+    }
+
+    /// True for a model provider's failure.
+    pub fn is_provider(&self) -> bool {
+        self.as_core().is_some_and(harness_core::Error::is_provider)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_errors_convert_and_keep_their_kind() {
+        let err: Error = harness_core::Error::configuration("bad").into();
+        assert!(err.is_configuration());
+        assert!(!err.is_provider());
+        assert_eq!(err.to_string(), "bad");
+    }
+}

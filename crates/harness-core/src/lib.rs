@@ -1,0 +1,68 @@
+//! The vendor-neutral core of [deepharness](https://docs.rs/deepharness): the types every
+//! other crate of the workspace shares.
+//!
+//! - [`Message`], [`Content`] and the content blocks ([`Block`], [`Image`], [`Document`],
+//!   [`Thinking`]): a transcript in the neutral `{"role", "content", ...}` form.
+//! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
+//!   [`ReasoningLevel`]: what a model hands back.
+//! - [`Llm`]: the one trait a model implements; [`LlmEvent`] for streaming.
+//! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`Ctx`] and the [`tool`] attribute macro: plain
+//!   functions a model can call.
+//! - [`Error`]: one error enum for the crate.
+//!
+//! harness-core knows no vendor, no file system and no HTTP; providers and tools that talk
+//! to the outside world live in their own crates, behind [`Llm`] and [`Tool`].
+//!
+//! # A tool in four lines
+//!
+//! ```
+//! use harness_core::{tool, Toolbox};
+//! use serde_json::json;
+//!
+//! /// Look up the current weather for a city.
+//! ///
+//! /// # Arguments
+//! /// * `city` - The city's name, in English.
+//! #[tool]
+//! fn get_weather(city: String) -> String {
+//!     format!("It is 22°C and sunny in {city}.")
+//! }
+//!
+//! // Still a plain function:
+//! assert_eq!(get_weather("Oslo".into()), "It is 22°C and sunny in Oslo.");
+//!
+//! // And a tool, as the unit struct `GetWeather`:
+//! let tools = Toolbox::builder().tool(GetWeather).build()?;
+//! assert_eq!(tools.specs()[0].parameters, json!({
+//!     "type": "object",
+//!     "properties": {"city": {"type": "string", "description": "The city's name, in English."}},
+//!     "required": ["city"],
+//! }));
+//! # Ok::<(), harness_core::Error>(())
+//! ```
+
+// Lets the code `#[tool]` writes name `::harness_core` inside this crate's own tests too.
+extern crate self as harness_core;
+
+pub mod content;
+mod error;
+mod llm;
+mod message;
+mod response;
+mod tool;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
+pub use error::{Error, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, Result};
+pub use llm::{BoxStream, Llm, LlmEvent, replay};
+pub use message::{Content, Message, Role, ToolCall};
+pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
+pub use tool::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
+
+/// Re-exported so a hand-written [`Llm`] or [`Tool`] needs no extra dependency.
+pub use async_trait::async_trait;
+
+#[cfg(feature = "macros")]
+pub use harness_macros::tool;

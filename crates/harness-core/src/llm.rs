@@ -1,0 +1,242 @@
+//! The `Llm` trait: the one seam between the agent loop and any model.
+
+use std::sync::Arc;
+
+use futures_core::Stream;
+use futures_util::{StreamExt, stream};
+
+use crate::content::Block;
+use crate::error::Result;
+use crate::message::Message;
+use crate::response::CompletionResponse;
+use crate::tool::ToolSpec;
+
+/// A boxed, `Send` stream, as the streaming methods return.
+pub type BoxStream<'a, T> = std::pin::Pin<Box<dyn Stream<Item = T> + Send + 'a>>;
+
+/// What a streaming model call yields: text and reasoning as they arrive, then the assembled
+/// turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LlmEvent {
+    /// A piece of the answer's text.
+    TextDelta(String),
+    /// A piece of the model's reasoning.
+    ThinkingDelta(String),
+    /// The whole turn, tool calls reassembled however the vendor fragmented them. Always
+    /// last.
+    Completed(CompletionResponse),
+}
+
+/// A model: anything that turns a transcript and a list of tools into a completion.
+///
+/// [`generate`](Llm::generate) is the one required method. The streaming methods have
+/// defaults: a backend that cannot stream still works everywhere, its one result replayed
+/// as one delta per block and then [`LlmEvent::Completed`].
+///
+/// The trait is object-safe, so `Arc<dyn Llm>` is how a model is shared between agents.
+///
+/// ```
+/// use harness_core::{async_trait, CompletionResponse, Llm, Message, Result, ToolSpec};
+///
+/// /// Answers every question with the length of the last message.
+/// struct Counter;
+///
+/// #[async_trait]
+/// impl Llm for Counter {
+///     async fn generate(&self, messages: &[Message], _tools: &[ToolSpec]) -> Result<CompletionResponse> {
+///         let last = messages.last().map(|m| m.text().chars().count()).unwrap_or(0);
+///         Ok(CompletionResponse::text(last.to_string()))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let model: std::sync::Arc<dyn Llm> = std::sync::Arc::new(Counter);
+/// let reply = model.generate(&[Message::user("four")], &[]).await?;
+/// assert_eq!(reply.content(), "4");
+/// # Ok::<(), harness_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[async_trait::async_trait]
+pub trait Llm: Send + Sync {
+    /// Asks the model for one turn. `tools` is empty when the caller offers none.
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse>;
+
+    /// Asks for one turn as a stream of events ending in [`LlmEvent::Completed`].
+    ///
+    /// The default calls [`generate`](Llm::generate) and replays the result: a
+    /// [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block, in order,
+    /// then `Completed`. A turn of tool calls alone is just `Completed`.
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        Box::pin(
+            stream::once(self.generate(messages, tools))
+                .flat_map(|result| stream::iter(replay(result))),
+        )
+    }
+
+    /// The answer's text as it arrives; reasoning and the assembled turn are filtered out.
+    fn stream<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<String>> {
+        Box::pin(
+            self.stream_events(messages, tools)
+                .filter_map(|event| async move {
+                    match event {
+                        Ok(LlmEvent::TextDelta(text)) => Some(Ok(text)),
+                        Ok(_) => None,
+                        Err(e) => Some(Err(e)),
+                    }
+                }),
+        )
+    }
+
+    /// A short name for logs and error messages, such as `openai:gpt-4o-mini`.
+    fn name(&self) -> String {
+        "llm".to_owned()
+    }
+}
+
+/// One finished turn as the events a stream of it would have given.
+pub fn replay(result: Result<CompletionResponse>) -> Vec<Result<LlmEvent>> {
+    match result {
+        Err(e) => vec![Err(e)],
+        Ok(response) => {
+            let mut events: Vec<Result<LlmEvent>> = response
+                .blocks()
+                .iter()
+                .filter_map(|block| match block {
+                    Block::Text(t) if !t.text.is_empty() => {
+                        Some(Ok(LlmEvent::TextDelta(t.text.clone())))
+                    }
+                    Block::Thinking(t) if !t.text.is_empty() => {
+                        Some(Ok(LlmEvent::ThinkingDelta(t.text.clone())))
+                    }
+                    _ => None,
+                })
+                .collect();
+            events.push(Ok(LlmEvent::Completed(response)));
+            events
+        }
+    }
+}
+
+macro_rules! forward_llm {
+    ($($ty:ty),*) => {$(
+        #[async_trait::async_trait]
+        impl<T: Llm + ?Sized> Llm for $ty {
+            async fn generate(
+                &self,
+                messages: &[Message],
+                tools: &[ToolSpec],
+            ) -> Result<CompletionResponse> {
+                (**self).generate(messages, tools).await
+            }
+
+            fn stream_events<'a>(
+                &'a self,
+                messages: &'a [Message],
+                tools: &'a [ToolSpec],
+            ) -> BoxStream<'a, Result<LlmEvent>> {
+                (**self).stream_events(messages, tools)
+            }
+
+            fn stream<'a>(
+                &'a self,
+                messages: &'a [Message],
+                tools: &'a [ToolSpec],
+            ) -> BoxStream<'a, Result<String>> {
+                (**self).stream(messages, tools)
+            }
+
+            fn name(&self) -> String {
+                (**self).name()
+            }
+        }
+    )*};
+}
+
+forward_llm!(Arc<T>, Box<T>, &T);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::Thinking;
+    use crate::error::Error;
+    use crate::message::ToolCall;
+    use futures_util::TryStreamExt;
+    use serde_json::json;
+
+    struct Fixed(CompletionResponse);
+
+    #[async_trait::async_trait]
+    impl Llm for Fixed {
+        async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+            Ok(self.0.clone())
+        }
+    }
+
+    struct Failing;
+
+    #[async_trait::async_trait]
+    impl Llm for Failing {
+        async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+            Err(Error::configuration("boom"))
+        }
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map(|rt| rt.block_on(f))
+            .unwrap_or_else(|e| panic!("no runtime: {e}"))
+    }
+
+    #[test]
+    fn default_stream_replays_each_non_empty_block_then_completed() {
+        let response = CompletionResponse::from_blocks(vec![
+            Thinking::new("plan").into(),
+            Block::text("Hel"),
+            Thinking::new("").into(),
+        ]);
+        let model: Arc<dyn Llm> = Arc::new(Fixed(response.clone()));
+        let events: Vec<LlmEvent> =
+            block_on(model.stream_events(&[], &[]).try_collect()).unwrap_or_default();
+        assert_eq!(
+            events,
+            vec![
+                LlmEvent::ThinkingDelta("plan".into()),
+                LlmEvent::TextDelta("Hel".into()),
+                LlmEvent::Completed(response),
+            ]
+        );
+        let text: Vec<String> = block_on(model.stream(&[], &[]).try_collect()).unwrap_or_default();
+        assert_eq!(text, vec!["Hel".to_owned()]);
+    }
+
+    #[test]
+    fn a_tool_call_only_turn_streams_as_just_completed() {
+        let response = CompletionResponse::default()
+            .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")]);
+        let model = Box::new(Fixed(response.clone()));
+        let events: Vec<LlmEvent> =
+            block_on(model.stream_events(&[], &[]).try_collect()).unwrap_or_default();
+        assert_eq!(events, vec![LlmEvent::Completed(response)]);
+    }
+
+    #[test]
+    fn a_failure_streams_as_one_error() {
+        let events: Vec<Result<LlmEvent>> = block_on(Failing.stream_events(&[], &[]).collect());
+        assert_eq!(events.len(), 1);
+        assert!(matches!(events[0], Err(Error::Configuration(_))));
+        assert_eq!((&Failing).name(), "llm");
+    }
+}

@@ -1,0 +1,101 @@
+//! `Ctx`: what a running tool can reach of its run.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::message::Message;
+
+/// The run a tool call belongs to: its dependencies and its transcript so far.
+///
+/// A tool parameter of type `Ctx` (or `&Ctx`) is filled in by the runtime and never appears
+/// in the tool's schema, so a tool can reach a database handle or a tenant without a global.
+/// Outside a run, a tool gets an empty `Ctx`: [`Ctx::deps`] is `None`, never a panic.
+///
+/// ```
+/// use harness_core::Ctx;
+///
+/// struct Deps { tenant: &'static str }
+///
+/// let ctx = Ctx::new().with_deps(Deps { tenant: "acme" });
+/// assert_eq!(ctx.deps::<Deps>().map(|d| d.tenant), Some("acme"));
+/// assert!(ctx.deps::<String>().is_none()); // the wrong type is None, not a panic
+/// assert!(Ctx::new().deps::<Deps>().is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct Ctx {
+    deps: Option<Arc<dyn Any + Send + Sync>>,
+    messages: Arc<[Message]>,
+}
+
+impl Ctx {
+    /// An empty context: no dependencies, no transcript.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Gives the run `deps`, whatever the tools need: a database pool, a tenant, a request
+    /// scope. They belong to the run, not to the agent, so one agent serves many requests.
+    pub fn with_deps<D: Any + Send + Sync>(self, deps: D) -> Self {
+        self.with_shared_deps(Arc::new(deps))
+    }
+
+    /// Gives the run dependencies that are already shared.
+    pub fn with_shared_deps<D: Any + Send + Sync>(mut self, deps: Arc<D>) -> Self {
+        self.deps = Some(deps);
+        self
+    }
+
+    /// Sets the transcript a tool sees.
+    pub fn with_messages(mut self, messages: impl Into<Arc<[Message]>>) -> Self {
+        self.messages = messages.into();
+        self
+    }
+
+    /// The run's dependencies, when they are a `D`.
+    pub fn deps<D: Any + Send + Sync>(&self) -> Option<&D> {
+        self.deps.as_deref().and_then(|d| d.downcast_ref::<D>())
+    }
+
+    /// The run's dependencies as a shared handle, when they are a `D`.
+    pub fn shared_deps<D: Any + Send + Sync>(&self) -> Option<Arc<D>> {
+        self.deps.clone().and_then(|d| d.downcast::<D>().ok())
+    }
+
+    /// True when the run was given dependencies of any type.
+    pub fn has_deps(&self) -> bool {
+        self.deps.is_some()
+    }
+
+    /// The run's transcript up to the turn that made this call, the model's request
+    /// included. Empty outside a run.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+}
+
+impl fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ctx")
+            .field("has_deps", &self.has_deps())
+            .field("messages", &self.messages.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_deps_and_messages_are_reachable() {
+        let deps = Arc::new(7_u32);
+        let ctx = Ctx::new()
+            .with_shared_deps(Arc::clone(&deps))
+            .with_messages(vec![Message::user("hi")]);
+        assert_eq!(ctx.shared_deps::<u32>().as_deref(), Some(&7));
+        assert!(ctx.shared_deps::<i64>().is_none());
+        assert_eq!(ctx.messages(), &[Message::user("hi")]);
+        assert_eq!(format!("{ctx:?}"), "Ctx { has_deps: true, messages: 1 }");
+    }
+}

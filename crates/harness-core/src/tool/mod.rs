@@ -1,0 +1,114 @@
+//! Tools: the `Tool` trait, its `ToolSpec`, the run context `Ctx` and the `Toolbox`.
+//!
+//! Most tools are plain functions under [`#[tool]`](crate::tool), which writes the
+//! [`Tool`] implementation; implement the trait by hand for a tool whose schema is only known
+//! at run time (an MCP server's, say).
+
+mod ctx;
+mod schema;
+mod toolbox;
+
+use std::any::Any;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use ctx::Ctx;
+pub use schema::ParametersBuilder;
+pub(crate) use toolbox::panicked;
+pub use toolbox::{Gate, Toolbox, ToolboxBuilder};
+
+use crate::error::Result;
+
+/// What a model is told about a tool, plus whether a human must approve each call.
+///
+/// `parameters` is a JSON Schema object. [`ToolSpec::to_schema`] gives the neutral
+/// `{"name", "description", "parameters"}` form providers translate into their own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolSpec {
+    /// The name the model calls the tool by.
+    pub name: String,
+    /// What the tool does, as the model reads it.
+    pub description: String,
+    /// The JSON Schema of the arguments: an object schema.
+    pub parameters: Value,
+    /// Whether each call waits for a human's approval (or the toolbox's approve callback).
+    #[serde(default)]
+    pub requires_approval: bool,
+}
+
+impl ToolSpec {
+    /// A spec with the given name, description and parameter schema, not gated.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            requires_approval: false,
+        }
+    }
+
+    /// Sets whether each call waits for approval.
+    pub fn with_requires_approval(mut self, requires_approval: bool) -> Self {
+        self.requires_approval = requires_approval;
+        self
+    }
+
+    /// The neutral `{"name", "description", "parameters"}` form, ready for a provider.
+    pub fn to_schema(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        })
+    }
+}
+
+/// Something a model can call.
+///
+/// `#[tool]` implements this for you; implement it by hand when the schema is only known at
+/// run time. Calls may run concurrently, so a tool is `Send + Sync`; a tool that blocks should
+/// do its work on [`tokio::task::spawn_blocking`] (the macro does that for a plain `fn`).
+///
+/// ```
+/// use harness_core::{async_trait, Ctx, Result, Tool, ToolSpec};
+/// use serde_json::{json, Value};
+///
+/// struct Echo(ToolSpec);
+///
+/// #[async_trait]
+/// impl Tool for Echo {
+///     fn spec(&self) -> &ToolSpec {
+///         &self.0
+///     }
+///     async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String> {
+///         Ok(arguments["text"].as_str().unwrap_or_default().to_owned())
+///     }
+/// }
+///
+/// let echo = Echo(ToolSpec::new(
+///     "echo",
+///     "Repeat the text.",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+/// ));
+/// assert_eq!(echo.spec().name, "echo");
+/// ```
+#[async_trait::async_trait]
+pub trait Tool: Any + Send + Sync {
+    /// The tool's name, description, parameter schema and gate. Built once, not per call.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool with the model's `arguments` (a JSON object) and the run's `ctx`.
+    ///
+    /// The `Ok` text is what the model reads. An `Err` reaches the model as the call's
+    /// result too (see [`Error::tool_result_text`](crate::Error::tool_result_text)), except
+    /// [`Error::HumanInputRequired`](crate::Error::HumanInputRequired), which pauses the run.
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String>;
+}
+
+/// Whether two tools are the same tool: the same type with the same spec.
+pub(crate) fn same_tool(a: &dyn Tool, b: &dyn Tool) -> bool {
+    let (a_any, b_any): (&dyn Any, &dyn Any) = (a, b);
+    a_any.type_id() == b_any.type_id() && a.spec() == b.spec()
+}

@@ -1,0 +1,339 @@
+//! `Toolbox`: the registry an agent calls tools through, and the approval gate.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::FutureExt as _;
+use serde_json::Value;
+use tracing::Instrument as _;
+
+use super::{Ctx, Tool, ToolSpec, same_tool};
+use crate::error::{Error, Result};
+
+type SyncApprover = dyn Fn(&str, &Value) -> bool + Send + Sync;
+type AsyncApprover =
+    dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync;
+
+/// The `approve` callback: consulted before each gated call runs.
+#[derive(Clone)]
+enum Approver {
+    Sync(Arc<SyncApprover>),
+    Async(Arc<AsyncApprover>),
+}
+
+impl Approver {
+    async fn approves(&self, name: &str, arguments: &Value) -> bool {
+        match self {
+            Self::Sync(f) => f(name, arguments),
+            Self::Async(f) => f(name.to_owned(), arguments.clone()).await,
+        }
+    }
+}
+
+/// Whether a call goes through the toolbox's approval callback.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gate {
+    /// As the tool declares: gated when its spec says `requires_approval`.
+    #[default]
+    Declared,
+    /// Gated whatever the tool declares (a permission policy said "ask").
+    Ask,
+    /// Not gated (a permission policy already allowed this call; it is not asked twice).
+    Open,
+}
+
+/// The tools an agent may call, by name, in registration order.
+///
+/// Registering the same tool twice is fine; a *different* tool under a taken name is an
+/// error, since the model could only ever reach one of them. Cloning a toolbox is cheap: the
+/// tools are shared.
+///
+/// ```
+/// use harness_core::{tool, Toolbox};
+/// use serde_json::json;
+///
+/// /// Add two integers.
+/// #[tool]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tools = Toolbox::builder().tool(Add).build()?;
+/// assert_eq!(tools.call("add", json!({"a": 2, "b": 3})).await?, "5");
+/// assert!(tools.call("sub", json!({})).await.unwrap_err().is_tool_not_found());
+/// # Ok::<(), harness_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Default)]
+pub struct Toolbox {
+    tools: Vec<Arc<dyn Tool>>,
+    specs: Vec<ToolSpec>,
+    index: HashMap<String, usize>,
+    approver: Option<Approver>,
+}
+
+impl Toolbox {
+    /// An empty toolbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder that collects tools and reports a name collision once, at `build()`.
+    pub fn builder() -> ToolboxBuilder {
+        ToolboxBuilder::default()
+    }
+
+    /// Registers `tool` under its spec's name.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] when a different tool already has that name.
+    pub fn register<T: Tool>(&mut self, tool: T) -> Result<&mut Self> {
+        self.register_shared(Arc::new(tool))
+    }
+
+    /// Registers a tool that is already shared.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] when a different tool already has that name.
+    pub fn register_shared(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
+        let name = tool.spec().name.clone();
+        if let Some(&at) = self.index.get(&name) {
+            if same_tool(self.tools[at].as_ref(), tool.as_ref()) {
+                return Ok(self);
+            }
+            return Err(Error::configuration(format!(
+                "a different tool named '{name}' is already registered; rename one with \
+                 #[tool(name = \"...\")]"
+            )));
+        }
+        self.index.insert(name, self.tools.len());
+        self.specs.push(tool.spec().clone());
+        self.tools.push(tool);
+        Ok(self)
+    }
+
+    /// Sets the approval callback, consulted with each gated call's name and arguments
+    /// before it runs: `true` runs it, `false` refuses it with [`Error::ToolDenied`].
+    ///
+    /// Without a callback nothing is gated at the toolbox level; an agent pauses the run on
+    /// a gated call instead, for a human to rule on.
+    pub fn with_approver(
+        mut self,
+        approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.approver = Some(Approver::Sync(Arc::new(approve)));
+        self
+    }
+
+    /// Sets an async approval callback (one that asks a person over a network, say).
+    pub fn with_async_approver<F, Fut>(mut self, approve: F) -> Self
+    where
+        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.approver = Some(Approver::Async(Arc::new(move |name, arguments| {
+            Box::pin(approve(name, arguments))
+        })));
+        self
+    }
+
+    /// True when an approval callback is set.
+    pub fn can_ask(&self) -> bool {
+        self.approver.is_some()
+    }
+
+    /// The spec of the tool registered as `name`.
+    ///
+    /// # Errors
+    /// [`Error::ToolNotFound`], listing the registered names.
+    pub fn get(&self, name: &str) -> Result<&ToolSpec> {
+        self.position(name).map(|at| &self.specs[at])
+    }
+
+    /// The tool registered as `name`, if any.
+    pub fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.index.get(name).map(|&at| &self.tools[at])
+    }
+
+    /// True when a tool is registered as `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// The registered names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.specs.iter().map(|s| s.name.as_str())
+    }
+
+    /// The registered tools, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Every tool's spec, in registration order: what an [`Llm`](crate::Llm) is handed.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Every tool's neutral `{"name", "description", "parameters"}` schema, in registration
+    /// order.
+    pub fn schemas(&self) -> Vec<Value> {
+        self.specs.iter().map(ToolSpec::to_schema).collect()
+    }
+
+    /// Calls tool `name` with `arguments` outside any run: an empty [`Ctx`], and the gate as
+    /// the tool declares it.
+    ///
+    /// # Errors
+    /// [`Error::ToolNotFound`], [`Error::ToolDenied`], [`Error::InvalidArguments`], or the
+    /// tool's own error.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<String> {
+        self.call_with(name, arguments, &Ctx::new(), Gate::Declared)
+            .await
+    }
+
+    /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`.
+    ///
+    /// A gated call is put to the approval callback first, when there is one. A tool that
+    /// panics is reported as [`Error::ToolFailed`] instead of taking the caller down.
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: &Ctx,
+        gate: Gate,
+    ) -> Result<String> {
+        let at = self.position(name)?;
+        let (tool, spec) = (&self.tools[at], &self.specs[at]);
+        let gated = match gate {
+            Gate::Declared => spec.requires_approval,
+            Gate::Ask => true,
+            Gate::Open => false,
+        };
+        if let (true, Some(approver)) = (gated, &self.approver) {
+            if !approver.approves(name, &arguments).await {
+                return Err(Error::ToolDenied {
+                    name: name.to_owned(),
+                    arguments,
+                });
+            }
+        }
+        let span = tracing::info_span!(
+            "execute_tool",
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = name,
+        );
+        AssertUnwindSafe(tool.call(arguments, ctx.clone()))
+            .catch_unwind()
+            .instrument(span)
+            .await
+            .unwrap_or_else(|panic| Err(panicked(name, panic.as_ref())))
+    }
+
+    fn position(&self, name: &str) -> Result<usize> {
+        self.index
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::ToolNotFound {
+                name: name.to_owned(),
+                available: self.names().map(str::to_owned).collect(),
+            })
+    }
+}
+
+/// A tool that panicked, as an error the model can read.
+pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> Error {
+    let detail = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    Error::tool_failed(tool, format!("the tool panicked: {detail}"))
+}
+
+impl fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Toolbox")
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .field("can_ask", &self.can_ask())
+            .finish()
+    }
+}
+
+/// Collects tools for a [`Toolbox`]; see [`Toolbox::builder`].
+#[derive(Default)]
+#[must_use = "call build() to get the toolbox"]
+pub struct ToolboxBuilder {
+    toolbox: Toolbox,
+    error: Option<Error>,
+}
+
+impl ToolboxBuilder {
+    /// Adds a tool.
+    pub fn tool<T: Tool>(self, tool: T) -> Self {
+        self.shared(Arc::new(tool))
+    }
+
+    /// Adds a tool that is already shared.
+    pub fn shared(mut self, tool: Arc<dyn Tool>) -> Self {
+        if self.error.is_none() {
+            if let Err(e) = self.toolbox.register_shared(tool) {
+                self.error = Some(e);
+            }
+        }
+        self
+    }
+
+    /// Adds every tool of `tools`.
+    pub fn tools(self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        tools.into_iter().fold(self, Self::shared)
+    }
+
+    /// Sets the approval callback; see [`Toolbox::with_approver`].
+    pub fn approve(
+        mut self,
+        approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.toolbox = self.toolbox.with_approver(approve);
+        self
+    }
+
+    /// Sets an async approval callback; see [`Toolbox::with_async_approver`].
+    pub fn approve_async<F, Fut>(mut self, approve: F) -> Self
+    where
+        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.toolbox = self.toolbox.with_async_approver(approve);
+        self
+    }
+
+    /// The toolbox.
+    ///
+    /// # Errors
+    /// The first name collision met while adding tools.
+    pub fn build(self) -> Result<Toolbox> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.toolbox),
+        }
+    }
+}
