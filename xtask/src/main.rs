@@ -1,1 +1,78 @@
-fn main() {}
+//! The project's chores, as `cargo xtask <command>`.
+//!
+//! - `ci`: everything CI checks: formatting, clippy with warnings denied, the test suite
+//!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
+//! - `bench`: the benchmarks (`cargo bench --workspace`).
+
+use std::env;
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("bench") => run("cargo", &["bench", "--workspace"], &[]),
+        Some("help" | "--help" | "-h") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  ci      fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
+  bench   cargo bench --workspace";
+
+fn ci() -> Result<(), String> {
+    run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
+    run(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    run("cargo", &["test", "--workspace"], &[])?;
+    run(
+        "cargo",
+        &[
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--document-private-items",
+        ],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    Ok(())
+}
+
+/// Runs one step, echoing it first, and fails with the step's name when it fails.
+fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
+    let shown = format!("{program} {}", args.join(" "));
+    println!("\n==> {shown}");
+    let status = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .status()
+        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` failed ({status})"))
+    }
+}

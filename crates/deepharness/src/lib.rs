@@ -6,7 +6,7 @@
 //!
 //! | crate | what it holds | feature |
 //! | --- | --- | --- |
-//! | [`harness_core`] | messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`] | always |
+//! | [`harness_core`] | messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`](macro@tool) | always |
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
 //!
 //! The provider, tool, graph and research crates join the facade as they are built, each
@@ -50,7 +50,7 @@ pub mod agent {
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 }
 
-/// The model interface and its wire types: [`Llm`](providers::Llm), responses, usage,
+/// The model interface and its wire types: [`Llm`], responses, usage,
 /// content blocks.
 pub mod providers {
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
@@ -60,7 +60,7 @@ pub mod providers {
     };
 }
 
-/// Every error type. Only [`Error`](crate::Error) is re-exported at the root.
+/// Every error type. Only [`Error`] is re-exported at the root.
 pub mod errors {
     pub use crate::error::Error;
     pub use harness_core::Error as CoreError;
@@ -81,3 +81,8 @@ pub mod prelude {
 
 #[doc(hidden)]
 pub use harness_core::__private;
+
+/// The README's code, compiled and run as doctests so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -6,7 +6,7 @@
 //! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
 //!   [`ReasoningLevel`]: what a model hands back.
 //! - [`Llm`]: the one trait a model implements; [`LlmEvent`] for streaming.
-//! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`Ctx`] and the [`tool`] attribute macro: plain
+//! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`Ctx`] and the [`tool`](macro@tool) attribute macro: plain
 //!   functions a model can call.
 //! - [`Error`]: one error enum for the crate.
 //!

@@ -196,8 +196,8 @@ mod tests {
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .build()
-            .map(|rt| rt.block_on(f))
-            .unwrap_or_else(|e| panic!("no runtime: {e}"))
+            .expect("a current-thread runtime")
+            .block_on(f)
     }
 
     #[test]
@@ -237,6 +237,6 @@ mod tests {
         let events: Vec<Result<LlmEvent>> = block_on(Failing.stream_events(&[], &[]).collect());
         assert_eq!(events.len(), 1);
         assert!(matches!(events[0], Err(Error::Configuration(_))));
-        assert_eq!((&Failing).name(), "llm");
+        assert_eq!(Failing.name(), "llm");
     }
 }

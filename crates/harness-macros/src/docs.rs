@@ -12,14 +12,13 @@ pub(crate) fn doc_text(attrs: &[Attribute]) -> String {
         if !attr.path().is_ident("doc") {
             continue;
         }
-        if let Meta::NameValue(nv) = &attr.meta {
-            if let Expr::Lit(ExprLit {
+        if let Meta::NameValue(nv) = &attr.meta
+            && let Expr::Lit(ExprLit {
                 lit: Lit::Str(s), ..
             }) = &nv.value
-            {
-                for line in s.value().split('\n') {
-                    lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
-                }
+        {
+            for line in s.value().split('\n') {
+                lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
             }
         }
     }
@@ -40,7 +39,7 @@ pub(crate) fn parameter_docs(doc: &str, names: &[String]) -> HashMap<String, Str
     let mut current: Option<String> = None;
     for line in doc.lines() {
         if let Some((name, text)) = parse_bullet(line) {
-            if names.iter().any(|n| *n == name) {
+            if names.contains(&name) {
                 found.insert(name.clone(), text);
                 current = Some(name);
             } else {

@@ -22,8 +22,8 @@ use proc_macro::TokenStream;
 ///   `schemars::JsonSchema`; a parameter's description comes from a bullet in the doc
 ///   comment such as ``* `city` - The city's name``.
 /// - **Required**: every parameter except `Option<T>` ones (which keep `T`'s schema) and
-///   those given a default with `#[default(expr)]` (the default appears in the schema and is
-///   used when the model leaves the argument out).
+///   those given a default with `#[default(expr)]` (the default appears in the schema, so
+///   its type must be `Serialize`, and is used when the model leaves the argument out).
 /// - **`Ctx`**: a parameter of type `Ctx` or `&Ctx` is filled in by the runtime and is not
 ///   part of the schema.
 /// - **References**: `&str`, `&[T]` and `&T` parameters are read as `String`, `Vec<T>` and

@@ -54,7 +54,7 @@ enum Param {
     /// Filled by the runtime: `Ctx` (by value) or `&Ctx`.
     Ctx { by_ref: bool },
     /// Read from the model's arguments.
-    Argument(Argument),
+    Argument(Box<Argument>),
 }
 
 struct Argument {
@@ -72,17 +72,14 @@ struct Argument {
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut function: ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(_) => {
-            let error = syn::Error::new(
-                Span::call_site(),
-                "#[tool] goes on a function: `fn` or `async fn`",
-            );
-            return error.to_compile_error();
-        }
+    let Ok(mut function) = syn::parse2::<ItemFn>(item) else {
+        let error = syn::Error::new(
+            Span::call_site(),
+            "#[tool] goes on a function: `fn` or `async fn`",
+        );
+        return error.to_compile_error();
     };
-    match Options::parse(attr).and_then(|options| generate(&mut function, options)) {
+    match Options::parse(attr).and_then(|options| generate(&mut function, &options)) {
         Ok(tokens) => tokens,
         Err(error) => {
             // Keep the function so the one real error is not buried under "not found" ones.
@@ -93,132 +90,32 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn generate(function: &mut ItemFn, options: Options) -> syn::Result<TokenStream> {
+fn generate(function: &mut ItemFn, options: &Options) -> syn::Result<TokenStream> {
     check_signature(function)?;
     let params = read_params(function)?;
     strip_param_attributes(function);
 
     let fn_ident = function.sig.ident.clone();
     let vis = function.vis.clone();
-    let is_async = function.sig.asyncness.is_some();
     let krate = crate_path(options.krate.as_ref());
-
-    let tool_name = match &options.name {
-        Some(lit) => {
-            check_tool_name(&lit.value(), lit.span())?;
-            lit.value()
-        }
-        None => {
-            let name = fn_ident.unraw().to_string();
-            check_tool_name(&name, fn_ident.span())?;
-            name
-        }
-    };
+    let tool_name = tool_name(options, &fn_ident)?;
     let doc = doc_text(&function.attrs);
     let description = options
         .description
         .as_ref()
         .map_or_else(|| doc.clone(), LitStr::value);
-    let arg_names: Vec<String> = params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Argument(a) => Some(a.name.clone()),
-            Param::Ctx { .. } => None,
-        })
-        .collect();
-    let arg_docs = parameter_docs(&doc, &arg_names);
     let requires_approval = options.requires_approval;
     let struct_ident = Ident::new(&pascal_case(&fn_ident.unraw().to_string()), fn_ident.span());
 
-    let arguments: Vec<&Argument> = params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Argument(a) => Some(a),
-            Param::Ctx { .. } => None,
-        })
-        .collect();
-
-    // The argument struct the model's JSON is read into.
-    let serde_crate = LitStr::new(
-        &format!("{}::__private::serde", path_string(&krate)),
-        Span::call_site(),
-    );
-    let mut fields = Vec::new();
-    let mut default_fns = Vec::new();
-    let mut schema_calls = Vec::new();
-    for argument in &arguments {
-        let Argument {
-            ident,
-            name,
-            owned,
-            schema,
-            ..
-        } = argument;
-        let description = match arg_docs.get(name) {
-            Some(text) => quote!(::core::option::Option::Some(#text)),
-            None => quote!(::core::option::Option::None),
-        };
-        if let Some(default) = &argument.default {
-            let default_fn = format_ident!("__default_{}", ident.unraw());
-            let default_path = LitStr::new(&default_fn.to_string(), Span::call_site());
-            let value = default_value(default, owned);
-            fields.push(quote! { #[serde(default = #default_path)] #ident: #owned });
-            default_fns.push(quote! {
-                #[allow(non_snake_case, clippy::unnecessary_wraps)]
-                fn #default_fn() -> #owned { #value }
-            });
-            schema_calls.push(quote! {
-                __params.param_with_default::<#owned>(#name, #description, &#default_fn());
-            });
-        } else {
-            let required = !argument.optional;
-            fields.push(quote! { #ident: #owned });
-            schema_calls.push(quote! {
-                __params.param::<#schema>(#name, #description, #required);
-            });
-        }
-    }
-    let field_idents: Vec<&Ident> = arguments.iter().map(|a| &a.ident).collect();
-
-    // What the function is called with, in its own parameter order.
-    let uses_ctx = params.iter().any(|p| matches!(p, Param::Ctx { .. }));
-    let call_args: Vec<TokenStream> = params
-        .iter()
-        .map(|p| match p {
-            Param::Ctx { by_ref: true } => quote!(&__ctx),
-            Param::Ctx { by_ref: false } => quote!(::core::clone::Clone::clone(&__ctx)),
-            Param::Argument(a) if a.by_ref => {
-                let ident = &a.ident;
-                quote!(&#ident)
-            }
-            Param::Argument(a) => {
-                let ident = &a.ident;
-                quote!(#ident)
-            }
-        })
-        .collect();
-    let ignore_ctx = if uses_ctx {
-        quote!()
-    } else {
-        quote!(let _ = &__ctx;)
-    };
-
-    let render = render_output(&function.sig.output, &krate, &tool_name);
-    let invoke = if is_async {
-        quote! {
-            let __out = #fn_ident(#(#call_args),*).await;
-            #render
-        }
-    } else {
-        quote! {
-            #krate::__private::run_blocking(#tool_name, move || {
-                let __out = #fn_ident(#(#call_args),*);
-                #render
-            })
-            .await
-        }
-    };
-
+    let arguments = ArgumentCode::new(&params, &doc, &krate);
+    let ArgumentCode {
+        fields,
+        default_fns,
+        schema_calls,
+        idents,
+        serde_crate,
+    } = &arguments;
+    let invoke = invoke_code(function, &params, &krate, &tool_name);
     let struct_doc = format!(
         "The [`{fn_ident}`] function as a tool named `{tool_name}`: register this with a \
          `Toolbox` or an agent."
@@ -260,8 +157,7 @@ fn generate(function: &mut ItemFn, options: Options) -> syn::Result<TokenStream>
                     __arguments: #krate::__private::serde_json::Value,
                     __ctx: #krate::__private::Ctx,
                 ) -> #krate::__private::Result<::std::string::String> {
-                    #ignore_ctx
-                    let __ToolArguments { #(#field_idents),* } =
+                    let __ToolArguments { #(#idents),* } =
                         #krate::__private::parse_args::<__ToolArguments>(#tool_name, __arguments)?;
                     #invoke
                 }
@@ -270,28 +166,157 @@ fn generate(function: &mut ItemFn, options: Options) -> syn::Result<TokenStream>
     })
 }
 
+/// The tool's name: the override, else the function's; checked against what vendors accept.
+fn tool_name(options: &Options, fn_ident: &Ident) -> syn::Result<String> {
+    if let Some(lit) = &options.name {
+        check_tool_name(&lit.value(), lit.span())?;
+        return Ok(lit.value());
+    }
+    let name = fn_ident.unraw().to_string();
+    check_tool_name(&name, fn_ident.span())?;
+    Ok(name)
+}
+
+/// The code for the model's arguments: the struct they are read into, its default
+/// functions, and the schema, one parameter at a time in the function's order.
+struct ArgumentCode {
+    fields: Vec<TokenStream>,
+    default_fns: Vec<TokenStream>,
+    schema_calls: Vec<TokenStream>,
+    idents: Vec<Ident>,
+    serde_crate: LitStr,
+}
+
+impl ArgumentCode {
+    fn new(params: &[Param], doc: &str, krate: &TokenStream) -> Self {
+        let arguments: Vec<&Argument> = params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Argument(a) => Some(a.as_ref()),
+                Param::Ctx { .. } => None,
+            })
+            .collect();
+        let names: Vec<String> = arguments.iter().map(|a| a.name.clone()).collect();
+        let docs = parameter_docs(doc, &names);
+        let mut code = Self {
+            fields: Vec::new(),
+            default_fns: Vec::new(),
+            schema_calls: Vec::new(),
+            idents: arguments.iter().map(|a| a.ident.clone()).collect(),
+            serde_crate: LitStr::new(
+                &format!("{}::__private::serde", path_string(krate)),
+                Span::call_site(),
+            ),
+        };
+        for argument in arguments {
+            let Argument {
+                ident,
+                name,
+                owned,
+                schema,
+                ..
+            } = argument;
+            let description = if let Some(text) = docs.get(name) {
+                quote!(::core::option::Option::Some(#text))
+            } else {
+                quote!(::core::option::Option::None)
+            };
+            if let Some(default) = &argument.default {
+                let default_fn = format_ident!("__default_{}", ident.unraw());
+                let default_path = LitStr::new(&default_fn.to_string(), Span::call_site());
+                let value = default_value(default, owned);
+                code.fields
+                    .push(quote! { #[serde(default = #default_path)] #ident: #owned });
+                code.default_fns.push(quote! {
+                    #[allow(non_snake_case, clippy::unnecessary_wraps)]
+                    fn #default_fn() -> #owned { #value }
+                });
+                code.schema_calls.push(quote! {
+                    __params.param_with_default::<#owned>(#name, #description, &#default_fn());
+                });
+            } else {
+                let required = !argument.optional;
+                code.fields.push(quote! { #ident: #owned });
+                code.schema_calls.push(quote! {
+                    __params.param::<#schema>(#name, #description, #required);
+                });
+            }
+        }
+        code
+    }
+}
+
+/// The code that calls the function with the arguments and the context, and renders what
+/// it returns; a plain `fn` goes to the blocking pool.
+fn invoke_code(
+    function: &ItemFn,
+    params: &[Param],
+    krate: &TokenStream,
+    tool_name: &str,
+) -> TokenStream {
+    let fn_ident = &function.sig.ident;
+    let call_args: Vec<TokenStream> = params
+        .iter()
+        .map(|p| match p {
+            Param::Ctx { by_ref: true } => quote!(&__ctx),
+            Param::Ctx { by_ref: false } => quote!(::core::clone::Clone::clone(&__ctx)),
+            Param::Argument(a) => {
+                let ident = &a.ident;
+                if a.by_ref {
+                    quote!(&#ident)
+                } else {
+                    quote!(#ident)
+                }
+            }
+        })
+        .collect();
+    let uses_ctx = params.iter().any(|p| matches!(p, Param::Ctx { .. }));
+    let ignore_ctx = if uses_ctx {
+        quote!()
+    } else {
+        quote!(let _ = &__ctx;)
+    };
+    let render = render_output(&function.sig.output, krate, tool_name);
+    if function.sig.asyncness.is_some() {
+        quote! {
+            #ignore_ctx
+            let __out = #fn_ident(#(#call_args),*).await;
+            #render
+        }
+    } else {
+        quote! {
+            #ignore_ctx
+            #krate::__private::run_blocking(#tool_name, move || {
+                let __out = #fn_ident(#(#call_args),*);
+                #render
+            })
+            .await
+        }
+    }
+}
+
 /// Refuses what cannot be a tool, pointing at the token that makes it so.
 fn check_signature(function: &ItemFn) -> syn::Result<()> {
     let sig = &function.sig;
     if let Some(receiver) = sig.receiver() {
-        return Err(syn::Error::new(
-            receiver.span(),
+        return Err(syn::Error::new_spanned(
+            receiver,
             "#[tool] cannot take `self`: a tool is called with the model's JSON arguments and \
              nothing else. Put #[tool] on a free function (reach shared state through a `Ctx` \
              parameter), or implement `Tool` for your type by hand",
         ));
     }
     if let Some(param) = sig.generics.params.first() {
-        return Err(syn::Error::new(
-            param.span(),
+        return Err(syn::Error::new_spanned(
+            param,
             "#[tool] cannot be generic: the model's JSON arguments must be read into one \
              concrete type per parameter, and the schema must describe it. Replace the \
              generic parameter with a concrete type",
         ));
     }
     if let Some(where_clause) = &sig.generics.where_clause {
-        return Err(syn::Error::new(
-            where_clause.span(),
+        return Err(syn::Error::new_spanned(
+            where_clause,
             "#[tool] cannot have a `where` clause: a tool's parameter types must be concrete",
         ));
     }
@@ -321,8 +346,8 @@ fn read_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
         let ident = match typed.pat.as_ref() {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
             other => {
-                return Err(syn::Error::new(
-                    other.span(),
+                return Err(syn::Error::new_spanned(
+                    other,
                     "#[tool] parameters must be plain names: the name becomes the JSON field \
                      the model fills in. Write `point: Point` and destructure it in the body",
                 ));
@@ -358,7 +383,7 @@ fn read_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
                 ));
             }
         }
-        params.push(Param::Argument(Argument {
+        params.push(Param::Argument(Box::new(Argument {
             name: ident.unraw().to_string(),
             ident,
             schema: option_inner.clone().unwrap_or_else(|| owned.clone()),
@@ -366,7 +391,7 @@ fn read_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
             by_ref,
             optional: option_inner.is_some(),
             default,
-        }));
+        })));
     }
     Ok(params)
 }

@@ -79,7 +79,7 @@ impl fmt::Debug for Ctx {
         f.debug_struct("Ctx")
             .field("has_deps", &self.has_deps())
             .field("messages", &self.messages.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -96,6 +96,9 @@ mod tests {
         assert_eq!(ctx.shared_deps::<u32>().as_deref(), Some(&7));
         assert!(ctx.shared_deps::<i64>().is_none());
         assert_eq!(ctx.messages(), &[Message::user("hi")]);
-        assert_eq!(format!("{ctx:?}"), "Ctx { has_deps: true, messages: 1 }");
+        assert_eq!(
+            format!("{ctx:?}"),
+            "Ctx { has_deps: true, messages: 1, .. }"
+        );
     }
 }

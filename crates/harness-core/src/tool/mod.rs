@@ -1,6 +1,6 @@
 //! Tools: the `Tool` trait, its `ToolSpec`, the run context `Ctx` and the `Toolbox`.
 //!
-//! Most tools are plain functions under [`#[tool]`](crate::tool), which writes the
+//! Most tools are plain functions under [`#[tool]`](macro@crate::tool), which writes the
 //! [`Tool`] implementation; implement the trait by hand for a tool whose schema is only known
 //! at run time (an MCP server's, say).
 

@@ -111,10 +111,10 @@ impl ParametersBuilder {
     fn schema_of<T: JsonSchema + ?Sized>(&mut self, description: Option<&str>) -> Value {
         let mut schema = self.generator.subschema_for::<T>().to_value();
         tidy(&mut schema);
-        if let Some(description) = description {
-            if let Value::Object(map) = &mut schema {
-                map.insert("description".to_owned(), Value::from(description));
-            }
+        if let Some(description) = description
+            && let Value::Object(map) = &mut schema
+        {
+            map.insert("description".to_owned(), Value::from(description));
         }
         schema
     }

@@ -73,6 +73,8 @@ pub enum Gate {
 pub struct Toolbox {
     tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
+    // The neutral JSON of each spec, built once at registration: `schemas()` is then free.
+    schemas: Vec<Value>,
     index: HashMap<String, usize>,
     approver: Option<Approver>,
 }
@@ -113,6 +115,7 @@ impl Toolbox {
         }
         self.index.insert(name, self.tools.len());
         self.specs.push(tool.spec().clone());
+        self.schemas.push(tool.spec().to_schema());
         self.tools.push(tool);
         Ok(self)
     }
@@ -191,9 +194,9 @@ impl Toolbox {
     }
 
     /// Every tool's neutral `{"name", "description", "parameters"}` schema, in registration
-    /// order.
-    pub fn schemas(&self) -> Vec<Value> {
-        self.specs.iter().map(ToolSpec::to_schema).collect()
+    /// order. Built once, when each tool is registered.
+    pub fn schemas(&self) -> &[Value] {
+        &self.schemas
     }
 
     /// Calls tool `name` with `arguments` outside any run: an empty [`Ctx`], and the gate as
@@ -228,13 +231,13 @@ impl Toolbox {
             Gate::Ask => true,
             Gate::Open => false,
         };
-        if let (true, Some(approver)) = (gated, &self.approver) {
-            if !approver.approves(name, &arguments).await {
-                return Err(Error::ToolDenied {
-                    name: name.to_owned(),
-                    arguments,
-                });
-            }
+        if let (true, Some(approver)) = (gated, &self.approver)
+            && !approver.approves(name, &arguments).await
+        {
+            return Err(Error::ToolDenied {
+                name: name.to_owned(),
+                arguments,
+            });
         }
         let span = tracing::info_span!(
             "execute_tool",
@@ -294,10 +297,10 @@ impl ToolboxBuilder {
 
     /// Adds a tool that is already shared.
     pub fn shared(mut self, tool: Arc<dyn Tool>) -> Self {
-        if self.error.is_none() {
-            if let Err(e) = self.toolbox.register_shared(tool) {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = self.toolbox.register_shared(tool)
+        {
+            self.error = Some(e);
         }
         self
     }
