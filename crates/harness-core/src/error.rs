@@ -72,6 +72,14 @@ pub enum Error {
     #[error("{0}")]
     OutputValidation(String),
 
+    /// The agent's cumulative token usage crossed its budget. Raised right after the model
+    /// response that crossed it, before any tool of that turn runs; carries the run so far.
+    #[error(
+        "{} used {} tokens, exceeding its budget of {}; raise Budget::tokens or start a fresh agent",
+        .0.agent_name, .0.usage.total_tokens, .0.budget
+    )]
+    TokenBudgetExceeded(Box<crate::agent::TokenBudgetExceeded>),
+
     /// A model provider failed: an HTTP error that survived the retries, or a response the
     /// provider could not read.
     #[error(transparent)]
@@ -149,6 +157,19 @@ impl Error {
     /// True for [`Error::HumanInputRequired`].
     pub fn is_human_input_required(&self) -> bool {
         matches!(self, Self::HumanInputRequired { .. })
+    }
+
+    /// True for [`Error::TokenBudgetExceeded`].
+    pub fn is_token_budget_exceeded(&self) -> bool {
+        matches!(self, Self::TokenBudgetExceeded(_))
+    }
+
+    /// The run so far, for an error that carries one ([`Error::TokenBudgetExceeded`]).
+    pub fn state(&self) -> Option<&crate::agent::AgentState> {
+        match self {
+            Self::TokenBudgetExceeded(exceeded) => Some(&exceeded.state),
+            _ => None,
+        }
     }
 
     /// True for [`Error::Provider`].

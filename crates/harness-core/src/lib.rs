@@ -8,6 +8,9 @@
 //! - [`Llm`]: the one trait a model implements; [`LlmEvent`] for streaming.
 //! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`Ctx`] and the [`tool`](macro@tool) attribute macro: plain
 //!   functions a model can call.
+//! - [`Agent`] and the [`agent`] module: the think/act loop, its budgets, context policy,
+//!   structured output, approvals, permissions, middleware and sessions.
+//! - [`testing`]: deterministic offline models for testing agents.
 //! - [`Error`]: one error enum for the crate.
 //!
 //! harness-core knows no vendor, no file system and no HTTP; providers and tools that talk
@@ -44,16 +47,19 @@
 // Lets the code `#[tool]` writes name `::harness_core` inside this crate's own tests too.
 extern crate self as harness_core;
 
+pub mod agent;
 pub mod content;
 mod error;
 mod llm;
 mod message;
 mod response;
+pub mod testing;
 mod tool;
 
 #[doc(hidden)]
 pub mod __private;
 
+pub use agent::{Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunInput, StopReason};
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
 pub use error::{Error, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, Result};
 pub use llm::{BoxStream, Llm, LlmEvent, replay};

@@ -235,6 +235,11 @@ impl CompletionResponse {
         }
     }
 
+    /// A turn that only calls tools.
+    pub fn from_tool_calls(tool_calls: Vec<ToolCall>) -> Self {
+        Self::default().with_tool_calls(tool_calls)
+    }
+
     /// Sets the tool calls.
     pub fn with_tool_calls(mut self, tool_calls: Vec<ToolCall>) -> Self {
         self.tool_calls = tool_calls;

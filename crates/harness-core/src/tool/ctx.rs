@@ -24,9 +24,12 @@ use crate::message::Message;
 /// ```
 #[derive(Clone, Default)]
 pub struct Ctx {
-    deps: Option<Arc<dyn Any + Send + Sync>>,
-    messages: Arc<[Message]>,
+    deps: Option<Deps>,
+    messages: Arc<Vec<Message>>,
 }
+
+/// A run's dependencies, type-erased so one agent serves runs with any.
+pub(crate) type Deps = Arc<dyn Any + Send + Sync>;
 
 impl Ctx {
     /// An empty context: no dependencies, no transcript.
@@ -47,9 +50,26 @@ impl Ctx {
     }
 
     /// Sets the transcript a tool sees.
-    pub fn with_messages(mut self, messages: impl Into<Arc<[Message]>>) -> Self {
-        self.messages = messages.into();
+    pub fn with_messages(mut self, messages: Vec<Message>) -> Self {
+        self.messages = Arc::new(messages);
         self
+    }
+
+    /// Shares the run's transcript without copying it.
+    pub(crate) fn with_shared_messages(mut self, messages: Arc<Vec<Message>>) -> Self {
+        self.messages = messages;
+        self
+    }
+
+    /// Passes type-erased dependencies on (a sub-agent inherits its caller's).
+    pub(crate) fn with_raw_deps(mut self, deps: Option<Deps>) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// The type-erased dependencies.
+    pub(crate) fn raw_deps(&self) -> Option<Deps> {
+        self.deps.clone()
     }
 
     /// The run's dependencies, when they are a `D`.

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use ctx::Ctx;
+pub(crate) use ctx::Deps;
 pub use schema::ParametersBuilder;
+pub(crate) use schema::object_schema_for;
 pub(crate) use toolbox::panicked;
 pub use toolbox::{Gate, Toolbox, ToolboxBuilder};
 

@@ -45,17 +45,20 @@ impl Default for ParametersBuilder {
 impl ParametersBuilder {
     /// An empty object schema.
     pub fn new() -> Self {
-        // Inline every named type: several vendors (Gemini among them) do not follow `$ref`.
-        // Only a recursive type still needs `$defs`.
-        let settings = SchemaSettings::draft2020_12().with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        });
         Self {
-            generator: settings.into_generator(),
+            generator: Self::settings().into_generator(),
             properties: Map::new(),
             required: Vec::new(),
         }
+    }
+
+    /// Inline every named type: several vendors (Gemini among them) do not follow `$ref`.
+    /// Only a recursive type still needs `$defs`.
+    fn settings() -> SchemaSettings {
+        SchemaSettings::draft2020_12().with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
     }
 
     /// Adds parameter `name` of type `T`. A `required` one must be sent by the model.
@@ -118,6 +121,19 @@ impl ParametersBuilder {
         }
         schema
     }
+}
+
+/// The schema of `T` as a root object schema, tidied like a parameter's: what a structured
+/// output type offers the model as `final_answer`'s parameters.
+pub(crate) fn object_schema_for<T: JsonSchema>() -> Value {
+    let mut generator = ParametersBuilder::settings().into_generator();
+    let mut schema = generator.root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    tidy(&mut schema);
+    schema
 }
 
 /// Numeric `format`s schemars adds (`int32`, `uint64`, `double`, ...) mean nothing to a model

@@ -1,0 +1,69 @@
+//! An agent as a tool of another agent.
+
+use serde_json::{Value, json};
+
+use super::{Agent, RunInput};
+use crate::error::{Error, Result};
+use crate::tool::{Ctx, Tool, ToolSpec};
+
+/// A sub-agent behind the [`Tool`] trait; see [`Agent::as_tool`].
+///
+/// The model sends one `input` string; the sub-agent runs on it with the caller's
+/// dependencies (so a delegated run keeps the same scope), and its answer is the call's
+/// result: its text, or its structured output as JSON. A sub-agent that ends without an
+/// answer (its step budget spent, a pause) is a failed call that says why.
+#[derive(Clone)]
+pub struct AgentTool {
+    agent: Agent,
+    spec: ToolSpec,
+}
+
+impl AgentTool {
+    pub(crate) fn new(agent: Agent, name: String, description: String) -> Self {
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "input": {"type": "string", "description": "What to ask the agent, in full."}
+            },
+            "required": ["input"],
+        });
+        Self {
+            agent,
+            spec: ToolSpec::new(name, description, parameters),
+        }
+    }
+
+    /// The agent behind the tool.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for AgentTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String> {
+        let Some(prompt) = arguments.get("input").and_then(Value::as_str) else {
+            return Err(Error::InvalidArguments {
+                tool: self.spec.name.clone(),
+                message: "missing field `input` (a string)".to_owned(),
+            });
+        };
+        let input = RunInput::from(prompt).with_raw_deps(ctx.raw_deps());
+        let state = self.agent.run(input).await?;
+        if !state.answered() {
+            let reason = state.stop_reason.map_or("no reason", |r| r.as_str());
+            return Err(Error::tool_failed(
+                &self.spec.name,
+                format!("the {} agent stopped without an answer ({reason})", self.agent.name()),
+            ));
+        }
+        Ok(match state.output {
+            Value::String(text) => text,
+            other => other.to_string(),
+        })
+    }
+}

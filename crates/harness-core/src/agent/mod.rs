@@ -1,0 +1,532 @@
+//! The agent loop: ask a model, run the tools it asks for, repeat until it answers.
+//!
+//! [`Agent`] is built with [`Agent::builder`] and run with [`Agent::run`] (async),
+//! [`Agent::run_blocking`] (sync callers), [`Agent::stream`] (text as it arrives) or
+//! [`Agent::stream_events`] (typed progress, ending in [`AgentEvent::Finished`]). Around the
+//! loop: [`Budget`], [`ContextPolicy`], structured output, human approval
+//! ([`AgentState::approve`]), [`Permissions`], [`Middleware`], and sub-agents as tools.
+
+mod as_tool;
+mod budget;
+mod context;
+mod events;
+mod middleware;
+mod output;
+mod permissions;
+mod run;
+mod state;
+mod stream;
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+pub use as_tool::AgentTool;
+pub use budget::Budget;
+pub use context::{ContextPolicy, Prune, estimate_tokens, truncate};
+pub use events::AgentEvent;
+pub use middleware::{Middleware, Middleware as Hooks, NoMiddleware};
+pub use output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+pub use permissions::{Decision, Permissions, Rule};
+pub use state::{AgentState, PendingHumanInput, StopReason};
+pub use stream::BlockingIter;
+
+use crate::error::{Error, Result};
+use crate::llm::{BoxStream, Llm};
+use crate::message::Message;
+use crate::response::TokenUsage;
+use crate::tool::{Deps, Tool, ToolSpec, Toolbox};
+use output::OutputType;
+
+/// The transcript text for a call a permission rule denied.
+pub const DENIED_BY_POLICY: &str = "Denied by policy: this call is not permitted.";
+/// The transcript text for calls left unrun because their turn paused on another call.
+pub const NOT_RUN_PAUSED: &str = "Not run: the turn stopped for approval of another call.";
+/// The transcript text for a call a human rejected.
+pub const DENIED_BY_USER: &str = "Denied by the user.";
+/// The transcript text for a call the middleware refused.
+pub const REFUSED_BY_MIDDLEWARE: &str =
+    "Refused before running: the agent's middleware declined this call.";
+/// The transcript text for calls made in the same turn as `final_answer`.
+pub const NOT_RUN_FINAL: &str = "Not run: final_answer ended the turn.";
+/// The transcript text that answers an accepted `final_answer` call, so the transcript stays
+/// valid if the conversation goes on.
+pub const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
+
+/// The budget was crossed: what [`Error::TokenBudgetExceeded`] carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenBudgetExceeded {
+    /// The agent's name.
+    pub agent_name: String,
+    /// The agent's cumulative usage, the response that crossed the budget included.
+    pub usage: TokenUsage,
+    /// The budget that was crossed.
+    pub budget: u64,
+    /// The run so far: the transcript before the response that crossed the budget, that
+    /// response's text as `output`, `stop_reason` [`StopReason::TokenBudget`].
+    pub state: AgentState,
+}
+
+/// What a run starts from: a prompt, messages, or a state to resume; and the run's
+/// dependencies, which tools reach through [`Ctx::deps`](crate::Ctx::deps).
+///
+/// ```
+/// use harness_core::agent::RunInput;
+///
+/// struct Deps { tenant: &'static str }
+/// let input = RunInput::from("What plan is Acme on?").with_deps(Deps { tenant: "acme" });
+/// ```
+#[derive(Clone, Default)]
+pub struct RunInput {
+    state: AgentState,
+    deps: Option<Deps>,
+}
+
+impl RunInput {
+    /// The run's dependencies: they belong to the run, not the agent, so one agent serves
+    /// many requests, each with its own.
+    pub fn with_deps<D: Any + Send + Sync>(self, deps: D) -> Self {
+        self.with_shared_deps(Arc::new(deps))
+    }
+
+    /// Dependencies that are already shared.
+    pub fn with_shared_deps<D: Any + Send + Sync>(mut self, deps: Arc<D>) -> Self {
+        self.deps = Some(deps);
+        self
+    }
+
+    pub(crate) fn with_raw_deps(mut self, deps: Option<Deps>) -> Self {
+        self.deps = deps;
+        self
+    }
+}
+
+impl fmt::Debug for RunInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunInput")
+            .field("state", &self.state)
+            .field("has_deps", &self.deps.is_some())
+            .finish()
+    }
+}
+
+impl From<&str> for RunInput {
+    fn from(prompt: &str) -> Self {
+        AgentState::from_prompt(prompt).into()
+    }
+}
+
+impl From<String> for RunInput {
+    fn from(prompt: String) -> Self {
+        AgentState::from_prompt(prompt).into()
+    }
+}
+
+impl From<Message> for RunInput {
+    fn from(message: Message) -> Self {
+        AgentState::from(vec![message]).into()
+    }
+}
+
+impl From<Vec<Message>> for RunInput {
+    fn from(messages: Vec<Message>) -> Self {
+        AgentState::from(messages).into()
+    }
+}
+
+impl From<AgentState> for RunInput {
+    fn from(state: AgentState) -> Self {
+        Self { state, deps: None }
+    }
+}
+
+/// A think/act loop against a model.
+///
+/// Built once, run many times: each run gets its own state and dependencies. Cloning an
+/// agent is cheap and the clones share everything, [`Agent::total_usage`] included.
+///
+/// ```
+/// use harness_core::agent::Agent;
+/// use harness_core::testing::TestModel;
+/// use harness_core::tool;
+///
+/// /// Look up the current weather for a city.
+/// #[tool]
+/// fn get_weather(city: String) -> String {
+///     format!("It is 22°C and sunny in {city}.")
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let agent = Agent::builder()
+///     .model(TestModel::new())
+///     .system("You are a concise assistant.")
+///     .tool(GetWeather)
+///     .build()?;
+/// let state = agent.run("Weather in Oslo?").await?;
+/// assert!(state.answered());
+/// assert_eq!(state.output_text(), r#"{"get_weather":"It is 22°C and sunny in a."}"#);
+/// # Ok::<(), harness_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    model: Option<Arc<dyn Llm>>,
+    model_name: String,
+    tools: Toolbox,
+    /// The toolbox's specs plus `final_answer` when an output type is set: what every
+    /// model call offers, built once.
+    specs: Vec<ToolSpec>,
+    system: Option<String>,
+    name: String,
+    budget: Budget,
+    context: ContextPolicy,
+    permissions: Option<Permissions>,
+    middleware: Option<Arc<dyn Middleware>>,
+    output: Option<OutputType>,
+    total_usage: Mutex<TokenUsage>,
+}
+
+/// How a round of tool calls runs: concurrently on the async paths, one at a time on the
+/// blocking ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolMode {
+    Concurrent,
+    Sequential,
+}
+
+impl Agent {
+    /// A builder: set the model, tools and the rest, then `build()`.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    /// Runs the loop to its end.
+    ///
+    /// Tool calls of one turn run concurrently (sync tools on the blocking pool) and their
+    /// results are recorded in call order. A tool's failure goes back to the model as that
+    /// call's result and the run goes on.
+    ///
+    /// # Errors
+    /// [`Error::TokenBudgetExceeded`] when the token budget is crossed,
+    /// [`Error::Configuration`] for a paused state resumed undecided or tool calls with no
+    /// tools registered, and the model's own errors.
+    pub async fn run(&self, input: impl Into<RunInput>) -> Result<AgentState> {
+        self.inner
+            .drive(input.into(), ToolMode::Concurrent, &stream::Events::none())
+            .await
+    }
+
+    /// Runs the loop from synchronous code, to its end. Tools run one at a time; async tools
+    /// work too.
+    ///
+    /// # Errors
+    /// As [`Agent::run`], and [`Error::Configuration`] when called inside an async runtime
+    /// (use `run(..).await` there).
+    pub fn run_blocking(&self, input: impl Into<RunInput>) -> Result<AgentState> {
+        let runtime = blocking_runtime()?;
+        runtime.block_on(self.inner.drive(
+            input.into(),
+            ToolMode::Sequential,
+            &stream::Events::none(),
+        ))
+    }
+
+    /// Runs the loop, yielding its progress: [`AgentEvent::StepStarted`], the model's text
+    /// and reasoning as they arrive, [`AgentEvent::ToolStarted`] and
+    /// [`AgentEvent::ToolFinished`], then [`AgentEvent::Finished`] last. An error ends the
+    /// stream as its last item.
+    pub fn stream_events(&self, input: impl Into<RunInput>) -> BoxStream<'static, Result<AgentEvent>> {
+        stream::events(Arc::clone(&self.inner), input.into(), ToolMode::Concurrent)
+    }
+
+    /// Runs the loop, yielding the model's text as it arrives; tools still run. Every turn is
+    /// streamed, so a tool turn simply yields no text.
+    pub fn stream(&self, input: impl Into<RunInput>) -> BoxStream<'static, Result<String>> {
+        stream::text(self.stream_events(input))
+    }
+
+    /// [`Agent::stream_events`] for synchronous code: an iterator. Tools run one at a time,
+    /// so each tool's pair of events surrounds its own call.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] when called inside an async runtime.
+    pub fn stream_events_blocking(
+        &self,
+        input: impl Into<RunInput>,
+    ) -> Result<BlockingIter<Result<AgentEvent>>> {
+        let runtime = blocking_runtime()?;
+        let events = stream::events(Arc::clone(&self.inner), input.into(), ToolMode::Sequential);
+        Ok(BlockingIter::new(runtime, events))
+    }
+
+    /// [`Agent::stream`] for synchronous code: an iterator over the text.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] when called inside an async runtime.
+    pub fn stream_blocking(
+        &self,
+        input: impl Into<RunInput>,
+    ) -> Result<BlockingIter<Result<String>>> {
+        let runtime = blocking_runtime()?;
+        let events = stream::events(Arc::clone(&self.inner), input.into(), ToolMode::Sequential);
+        Ok(BlockingIter::new(runtime, stream::text(events)))
+    }
+
+    /// This agent as a tool another agent can call: the model sends one `input` string, the
+    /// agent runs on it with the caller's dependencies, and its answer is the result.
+    pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> AgentTool {
+        AgentTool::new(self.clone(), name.into(), description.into())
+    }
+
+    /// Token usage of every model call this agent has made, over all its runs.
+    ///
+    /// This is cumulative over the agent's life, as the original library's is, and so is
+    /// the token budget that is checked against it: build a fresh agent (cheap) or call
+    /// [`Agent::reset_usage`] to start counting again.
+    pub fn total_usage(&self) -> TokenUsage {
+        self.inner.total_usage()
+    }
+
+    /// Sets [`Agent::total_usage`] back to zero.
+    pub fn reset_usage(&self) {
+        *self
+            .inner
+            .total_usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = TokenUsage::default();
+    }
+
+    /// The agent's name, used in errors and traces.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The run limits.
+    pub fn budget(&self) -> Budget {
+        self.inner.budget
+    }
+
+    /// What a run sends its model.
+    pub fn context(&self) -> &ContextPolicy {
+        &self.inner.context
+    }
+
+    /// The per-call policy, if one was given.
+    pub fn permissions(&self) -> Option<&Permissions> {
+        self.inner.permissions.as_ref()
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &Toolbox {
+        &self.inner.tools
+    }
+
+    /// The system prompt, if one was given.
+    pub fn system(&self) -> Option<&str> {
+        self.inner.system.as_deref()
+    }
+
+    /// What every model call is offered: the tools' specs, plus `final_answer` when an
+    /// output type is set.
+    pub fn offered_tools(&self) -> &[ToolSpec] {
+        &self.inner.specs
+    }
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.inner.name)
+            .field("model", &self.inner.model_name)
+            .field("tools", &self.inner.tools)
+            .field("budget", &self.inner.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentInner {
+    fn total_usage(&self) -> TokenUsage {
+        *self
+            .total_usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn blocking_runtime() -> Result<tokio::runtime::Runtime> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::configuration(
+            "a blocking agent method was called inside an async runtime, where it would stall \
+             it; use the async form there (agent.run(input).await or agent.stream_events(input))",
+        ));
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::configuration(format!("cannot start a runtime for the run: {e}")))
+}
+
+/// Builds an [`Agent`]; see [`Agent::builder`].
+#[must_use = "call build() to get the agent"]
+pub struct AgentBuilder {
+    model: Option<Arc<dyn Llm>>,
+    tools: Toolbox,
+    extra_tools: Vec<Arc<dyn Tool>>,
+    system: Option<String>,
+    name: String,
+    budget: Budget,
+    context: ContextPolicy,
+    permissions: Option<Permissions>,
+    middleware: Option<Arc<dyn Middleware>>,
+    output: Option<Result<OutputType>>,
+}
+
+impl Default for AgentBuilder {
+    fn default() -> Self {
+        Self {
+            model: None,
+            tools: Toolbox::new(),
+            extra_tools: Vec::new(),
+            system: None,
+            name: "agent".to_owned(),
+            budget: Budget::default(),
+            context: ContextPolicy::default(),
+            permissions: None,
+            middleware: None,
+            output: None,
+        }
+    }
+}
+
+impl AgentBuilder {
+    /// The model. Without one, a run is a passthrough that returns its input unchanged
+    /// (useful as a placeholder while wiring a graph).
+    pub fn model(mut self, model: impl Llm + 'static) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// A model that is already shared.
+    pub fn shared_model(mut self, model: Arc<dyn Llm>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.extra_tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a tool that is already shared.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.extra_tools.push(tool);
+        self
+    }
+
+    /// Uses `toolbox` (its approval callback included); tools added with
+    /// [`AgentBuilder::tool`] join it.
+    pub fn toolbox(mut self, toolbox: Toolbox) -> Self {
+        self.tools = toolbox;
+        self
+    }
+
+    /// The system prompt, inserted at the start of a transcript that has none.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// The agent's name (default `agent`), used in errors and traces.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The run limits (default: 10 steps, no token cap).
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// What a run sends its model (default: tool results cut at 8000 characters).
+    pub fn context(mut self, context: ContextPolicy) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// A per-call policy over the tools.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Hooks around model calls, tool calls and steps.
+    pub fn middleware(mut self, middleware: impl Middleware + 'static) -> Self {
+        self.middleware = Some(Arc::new(middleware));
+        self
+    }
+
+    /// Asks for a structured answer of type `T` instead of prose: the model is offered a
+    /// `final_answer` tool whose parameters are `T`'s schema, and
+    /// [`AgentState::output_as`] reads the answer back.
+    pub fn output<T: JsonSchema + DeserializeOwned + 'static>(mut self) -> Self {
+        self.output = Some(OutputType::of::<T>());
+        self
+    }
+
+    /// The agent.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for a non-positive budget or context limit, a tool name
+    /// collision, a tool named `final_answer` beside an output type, an output type that is
+    /// not a struct, or a deny/ask rule naming a tool the agent does not have.
+    pub fn build(self) -> Result<Agent> {
+        self.budget.validate()?;
+        self.context.validate()?;
+        let mut tools = self.tools;
+        for tool in self.extra_tools {
+            tools.register_shared(tool)?;
+        }
+        let output = self.output.transpose()?;
+        let mut specs = tools.specs().to_vec();
+        if let Some(output) = &output {
+            if tools.contains(FINAL_TOOL) {
+                return Err(Error::configuration(format!(
+                    "a tool named '{FINAL_TOOL}' is registered, but that name carries the \
+                     structured answer when an output type is set; rename the tool"
+                )));
+            }
+            specs.push(output.spec.clone());
+        }
+        if let Some(permissions) = &self.permissions
+            && !tools.is_empty()
+        {
+            permissions.check_against(&tools.names().collect::<Vec<_>>())?;
+        }
+        let model_name = self.model.as_ref().map_or_else(String::new, Llm::name);
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                model: self.model,
+                model_name,
+                tools,
+                specs,
+                system: self.system,
+                name: self.name,
+                budget: self.budget,
+                context: self.context,
+                permissions: self.permissions,
+                middleware: self.middleware,
+                output,
+                total_usage: Mutex::new(TokenUsage::default()),
+            }),
+        })
+    }
+}

@@ -1,0 +1,524 @@
+//! One run of the loop (spec §6.2): settle a resumed pause, then up to `Budget::steps`
+//! model calls, each followed by a round of the tool calls it asked for.
+
+use std::sync::{Arc, PoisonError};
+
+use futures_util::StreamExt as _;
+use futures_util::future::join_all;
+use serde_json::Value;
+use tracing::Instrument as _;
+
+use super::stream::Events;
+use super::{
+    AgentEvent, AgentInner, AgentState, DENIED_BY_POLICY, DENIED_BY_USER, Decision,
+    FINAL_ANSWER_ACCEPTED, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput,
+    REFUSED_BY_MIDDLEWARE, RunInput, StopReason, TokenBudgetExceeded, ToolMode,
+};
+use crate::agent::output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+use crate::error::{Error, Result};
+use crate::llm::{Llm, LlmEvent};
+use crate::message::{Content, Message, Role, ToolCall};
+use crate::response::{CompletionResponse, FinishReason};
+use crate::tool::{Ctx, Gate};
+
+/// The transcript as the loop holds it: shared with the `Ctx` of running tools, so a tool
+/// sees it without a copy, and copied on write only if a tool kept it.
+type Transcript = Arc<Vec<Message>>;
+
+/// What became of one dispatched call.
+enum Outcome {
+    /// Its result text, after middleware and truncation.
+    Finished(String),
+    /// The tool asked a human a question; the answer becomes its result.
+    Question(String),
+}
+
+impl AgentInner {
+    pub(crate) async fn drive(
+        &self,
+        input: RunInput,
+        mode: ToolMode,
+        events: &Events<'_>,
+    ) -> Result<AgentState> {
+        let span = tracing::info_span!(
+            "invoke_agent",
+            "gen_ai.operation.name" = "invoke_agent",
+            "gen_ai.agent.name" = %self.name,
+            "gen_ai.request.model" = %self.model_name,
+        );
+        self.drive_in_span(input, mode, events).instrument(span).await
+    }
+
+    async fn drive_in_span(
+        &self,
+        input: RunInput,
+        mode: ToolMode,
+        events: &Events<'_>,
+    ) -> Result<AgentState> {
+        let RunInput { mut state, deps } = input;
+        let Some(model) = self.model.as_deref() else {
+            // No model: a passthrough, the state returned as it came.
+            return Ok(state);
+        };
+        let mut transcript: Transcript = Arc::new(std::mem::take(&mut state.messages));
+        if let Some(system) = &self.system
+            && !transcript.iter().any(|m| m.role == Role::System)
+        {
+            Arc::make_mut(&mut transcript).insert(0, Message::system(system.clone()));
+        }
+        let ctx = Ctx::new().with_raw_deps(deps);
+        let paused = std::mem::take(&mut state.paused);
+        if let Some(pending) = self.settle(&mut transcript, paused, &ctx, mode, events).await? {
+            return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
+        }
+
+        for step in 1..=self.budget.max_steps() {
+            events.emit(|| AgentEvent::StepStarted { step });
+            let response = self.ask_model(model, &transcript, events).await?;
+            self.account(&response, &transcript)?;
+            let text = response.content().to_owned();
+            let (blocks, calls, _, finish_reason) = response.into_parts();
+            let content = Content::from_blocks(blocks);
+
+            if self.output.is_some() && calls.iter().any(|c| c.name == FINAL_TOOL) {
+                let record = Message::assistant(content).with_tool_calls(calls.clone());
+                Arc::make_mut(&mut transcript).push(record);
+                if let Some(value) = self.accept_final_answer(&mut transcript, &calls) {
+                    return Ok(self.finish(transcript, value, StopReason::Answer, Vec::new()));
+                }
+                continue;
+            }
+
+            if calls.is_empty() {
+                Arc::make_mut(&mut transcript).push(Message::assistant(content));
+                if self.output.is_some() {
+                    Arc::make_mut(&mut transcript).push(Message::user(ASK_FOR_FINAL_ANSWER));
+                    continue;
+                }
+                let reason = if finish_reason == FinishReason::Stop {
+                    StopReason::Answer
+                } else {
+                    StopReason::Truncated
+                };
+                return Ok(self.finish(transcript, Value::from(text), reason, Vec::new()));
+            }
+
+            if self.tools.is_empty() {
+                return Err(Error::configuration(format!(
+                    "{} received tool calls but has no tools registered",
+                    self.name
+                )));
+            }
+            let request = Message::assistant(content).with_tool_calls(calls.clone());
+            Arc::make_mut(&mut transcript).push(request);
+            if let Some(pending) = self
+                .tool_round(calls, &mut transcript, &ctx, mode, events)
+                .await
+            {
+                return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
+            }
+            if let Some(middleware) = &self.middleware {
+                let snapshot = AgentState {
+                    messages: transcript.to_vec(),
+                    output: Value::Null,
+                    usage: self.total_usage(),
+                    stop_reason: None,
+                    paused: Vec::new(),
+                };
+                if !middleware.after_step(step, &snapshot) {
+                    return Ok(self.finish(transcript, Value::from(""), StopReason::Stopped, Vec::new()));
+                }
+            }
+        }
+        Ok(self.finish(transcript, Value::from(""), StopReason::StepBudget, Vec::new()))
+    }
+
+    /// One model call: middleware's view, then the context policy's, then the model,
+    /// streamed when someone is watching.
+    async fn ask_model(
+        &self,
+        model: &dyn Llm,
+        transcript: &[Message],
+        events: &Events<'_>,
+    ) -> Result<CompletionResponse> {
+        let prepared = self
+            .middleware
+            .as_ref()
+            .and_then(|m| m.before_model(transcript));
+        let request = prepared.as_deref().unwrap_or(transcript);
+        let view = self.context.prune(request);
+        let span = tracing::info_span!(
+            "chat",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.request.model" = %self.model_name,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+        );
+        let response = async {
+            if !events.is_streaming() {
+                return model.generate(&view, &self.specs).await;
+            }
+            let mut stream = model.stream_events(&view, &self.specs);
+            while let Some(event) = stream.next().await {
+                match event? {
+                    LlmEvent::TextDelta(text) => events.emit(|| AgentEvent::TextDelta(text)),
+                    LlmEvent::ThinkingDelta(text) => {
+                        events.emit(|| AgentEvent::ThinkingDelta(text));
+                    }
+                    LlmEvent::Completed(response) => return Ok(response),
+                }
+            }
+            Err(Error::from(crate::error::ProviderError::new(
+                self.model_name.clone(),
+                "the model's stream ended without a completed turn",
+            )))
+        }
+        .instrument(span.clone())
+        .await?;
+        if let Some(usage) = response.usage() {
+            span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
+            span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        }
+        Ok(response)
+    }
+
+    /// Adds the response's usage to the agent's total and enforces the token budget, before
+    /// any tool of the turn runs.
+    fn account(&self, response: &CompletionResponse, transcript: &[Message]) -> Result<()> {
+        let Some(usage) = response.usage() else {
+            return Ok(());
+        };
+        let total = {
+            let mut total = self
+                .total_usage
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            *total += *usage;
+            *total
+        };
+        match self.budget.max_tokens() {
+            Some(budget) if total.total_tokens > budget => Err(Error::TokenBudgetExceeded(
+                Box::new(TokenBudgetExceeded {
+                    agent_name: self.name.clone(),
+                    usage: total,
+                    budget,
+                    state: AgentState {
+                        messages: transcript.to_vec(),
+                        output: Value::from(response.content()),
+                        usage: total,
+                        stop_reason: Some(StopReason::TokenBudget),
+                        paused: Vec::new(),
+                    },
+                }),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks a `final_answer` call. Accepted: its value, with every call of the turn
+    /// answered so the transcript stays valid. Refused: every bad field goes back to the model
+    /// as the call's result, in one message.
+    fn accept_final_answer(&self, transcript: &mut Transcript, calls: &[ToolCall]) -> Option<Value> {
+        let output = self.output.as_ref()?;
+        let position = calls.iter().position(|c| c.name == FINAL_TOOL)?;
+        let value = calls[position].arguments_value();
+        let verdict = output.check(&value);
+        let transcript = Arc::make_mut(transcript);
+        for (i, call) in calls.iter().enumerate() {
+            let text = match (&verdict, i == position) {
+                (Ok(()), true) => FINAL_ANSWER_ACCEPTED.to_owned(),
+                (Err(problems), true) => format!("Error: {problems}"),
+                (_, false) => NOT_RUN_FINAL.to_owned(),
+            };
+            transcript.push(tool_message(call, text));
+        }
+        verdict.ok().map(|()| value)
+    }
+
+    /// One round of tool calls: middleware, then permissions, then dispatch. Returns the
+    /// calls to pause on, if any.
+    async fn tool_round(
+        &self,
+        calls: Vec<ToolCall>,
+        transcript: &mut Transcript,
+        ctx: &Ctx,
+        mode: ToolMode,
+        events: &Events<'_>,
+    ) -> Option<Vec<PendingHumanInput>> {
+        let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
+        let mut asks: Vec<(usize, ToolCall)> = Vec::new();
+        let originals: Vec<(String, Option<String>)> =
+            calls.iter().map(|c| (c.name.clone(), c.id.clone())).collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let call = match &self.middleware {
+                Some(middleware) => match middleware.before_tool(call) {
+                    Some(call) => call,
+                    None => {
+                        results[i] = Some(REFUSED_BY_MIDDLEWARE.to_owned());
+                        continue;
+                    }
+                },
+                None => call,
+            };
+            match self.decide(&call) {
+                Decision::Deny => results[i] = Some(DENIED_BY_POLICY.to_owned()),
+                Decision::Allow => runs.push((i, call, Gate::Open)),
+                Decision::Ask if self.tools.can_ask() => runs.push((i, call, Gate::Ask)),
+                Decision::Ask => asks.push((i, call)),
+            }
+        }
+
+        if !asks.is_empty() {
+            // Nothing in a turn runs until the human rules; the calls that would have run
+            // are recorded as not run, so the transcript stays one vendors accept.
+            for (i, _, _) in &runs {
+                results[*i] = Some(NOT_RUN_PAUSED.to_owned());
+            }
+            record_in_order(transcript, &originals, results);
+            return Some(asks.into_iter().map(|(_, call)| approval(call)).collect());
+        }
+
+        let outcomes = self.dispatch(&runs, transcript, ctx, mode, events).await;
+        let mut questions = Vec::new();
+        for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
+            match outcome {
+                Outcome::Finished(text) => results[i] = Some(text),
+                Outcome::Question(question) => questions.push(PendingHumanInput {
+                    call_id: call.id,
+                    name: call.name,
+                    question,
+                    arguments: None,
+                    approved: None,
+                }),
+            }
+        }
+        record_in_order(transcript, &originals, results);
+        (!questions.is_empty()).then_some(questions)
+    }
+
+    /// What the policy says about a call; with no policy or no matching rule, the tool's own
+    /// gate. An unknown tool is allowed, to fail with `ToolNotFound` as its result.
+    fn decide(&self, call: &ToolCall) -> Decision {
+        self.permissions
+            .as_ref()
+            .and_then(|p| p.decide(&call.name, &call.arguments))
+            .unwrap_or_else(|| match self.tools.get(&call.name) {
+                Ok(spec) if spec.requires_approval => Decision::Ask,
+                _ => Decision::Allow,
+            })
+    }
+
+    /// Runs calls, concurrently or one at a time, reporting events; outcomes in call order.
+    async fn dispatch(
+        &self,
+        runs: &[(usize, ToolCall, Gate)],
+        transcript: &Transcript,
+        ctx: &Ctx,
+        mode: ToolMode,
+        events: &Events<'_>,
+    ) -> Vec<Outcome> {
+        let ctx = ctx.clone().with_shared_messages(Arc::clone(transcript));
+        let started = |call: &ToolCall| {
+            events.emit(|| AgentEvent::ToolStarted {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                call_id: call.id.clone(),
+            });
+        };
+        match mode {
+            ToolMode::Concurrent => {
+                for (_, call, _) in runs {
+                    started(call);
+                }
+                let raw = join_all(runs.iter().map(|(_, call, gate)| {
+                    self.tools
+                        .call_with(&call.name, call.arguments_value(), &ctx, *gate)
+                }))
+                .await;
+                runs.iter()
+                    .zip(raw)
+                    .map(|((_, call, _), result)| self.conclude(call, result, events))
+                    .collect()
+            }
+            ToolMode::Sequential => {
+                let mut outcomes = Vec::with_capacity(runs.len());
+                for (_, call, gate) in runs {
+                    started(call);
+                    let result = self
+                        .tools
+                        .call_with(&call.name, call.arguments_value(), &ctx, *gate)
+                        .await;
+                    outcomes.push(self.conclude(call, result, events));
+                }
+                outcomes
+            }
+        }
+    }
+
+    /// A call's raw result as the model will read it: a question stays a question;
+    /// anything else passes the middleware, is rendered, cut to the context policy and
+    /// reported.
+    fn conclude(&self, call: &ToolCall, result: Result<String>, events: &Events<'_>) -> Outcome {
+        if let Err(Error::HumanInputRequired { question }) = result {
+            return Outcome::Question(question);
+        }
+        let result = match &self.middleware {
+            Some(middleware) => middleware.after_tool(call, result),
+            None => result,
+        };
+        let (text, failed) = match result {
+            Ok(text) => (text, false),
+            Err(error) => (error.tool_result_text(), true),
+        };
+        let text = self.context.truncate_tool_result(text);
+        events.emit(|| AgentEvent::ToolFinished {
+            name: call.name.clone(),
+            result: text.clone(),
+            failed,
+            call_id: call.id.clone(),
+        });
+        Outcome::Finished(text)
+    }
+
+    /// Settles a resumed pause before any model call: rejected calls are told so, approved
+    /// ones run now (the approval callback is not asked again). Returns the calls still to
+    /// pause on, when an approved call asked a question.
+    async fn settle(
+        &self,
+        transcript: &mut Transcript,
+        paused: Vec<PendingHumanInput>,
+        ctx: &Ctx,
+        mode: ToolMode,
+        events: &Events<'_>,
+    ) -> Result<Option<Vec<PendingHumanInput>>> {
+        let approvals: Vec<PendingHumanInput> =
+            paused.into_iter().filter(PendingHumanInput::needs_approval).collect();
+        if approvals.is_empty() {
+            return Ok(None);
+        }
+        if let Some(undecided) = approvals.iter().find(|p| p.approved.is_none()) {
+            return Err(Error::configuration(format!(
+                "{} is paused on {}; call state.approve() or state.reject() before running it \
+                 again",
+                self.name, undecided.name
+            )));
+        }
+        let mut results: Vec<(ToolCall, Option<String>)> = Vec::new();
+        let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
+        for (i, pending) in approvals.into_iter().enumerate() {
+            let mut call = ToolCall::new(pending.name, Value::Object(pending.arguments.unwrap_or_default()));
+            call.id = pending.call_id;
+            if pending.approved == Some(true) {
+                runs.push((i, call.clone(), Gate::Open));
+                results.push((call, None));
+            } else {
+                results.push((call, Some(DENIED_BY_USER.to_owned())));
+            }
+        }
+        let outcomes = self.dispatch(&runs, transcript, ctx, mode, events).await;
+        let mut questions = Vec::new();
+        for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
+            match outcome {
+                Outcome::Finished(text) => results[i].1 = Some(text),
+                Outcome::Question(question) => questions.push(PendingHumanInput {
+                    call_id: call.id,
+                    name: call.name,
+                    question,
+                    arguments: None,
+                    approved: None,
+                }),
+            }
+        }
+        let messages = results
+            .into_iter()
+            .filter_map(|(call, text)| text.map(|t| tool_message(&call, t)));
+        insert_in_call_order(Arc::make_mut(transcript), messages);
+        Ok((!questions.is_empty()).then_some(questions))
+    }
+
+    fn finish(
+        &self,
+        transcript: Transcript,
+        output: Value,
+        reason: StopReason,
+        paused: Vec<PendingHumanInput>,
+    ) -> AgentState {
+        AgentState {
+            messages: Arc::try_unwrap(transcript).unwrap_or_else(|shared| (*shared).clone()),
+            output,
+            usage: self.total_usage(),
+            stop_reason: Some(reason),
+            paused,
+        }
+    }
+}
+
+/// An approval pause for a gated call, asking in plain words with the arguments as JSON.
+fn approval(call: ToolCall) -> PendingHumanInput {
+    PendingHumanInput {
+        question: format!(
+            "Run {} with {}?",
+            call.name,
+            serde_json::to_string(&call.arguments).unwrap_or_default()
+        ),
+        call_id: call.id,
+        name: call.name,
+        arguments: Some(call.arguments),
+        approved: None,
+    }
+}
+
+fn tool_message(call: &ToolCall, text: String) -> Message {
+    let message = Message::tool(text, call.name.clone());
+    match &call.id {
+        Some(id) => message.with_call_id(id.clone()),
+        None => message,
+    }
+}
+
+/// Records a round's results in the order the model asked for the calls.
+fn record_in_order(
+    transcript: &mut Transcript,
+    calls: &[(String, Option<String>)],
+    results: Vec<Option<String>>,
+) {
+    let transcript = Arc::make_mut(transcript);
+    for ((name, id), text) in calls.iter().zip(results) {
+        if let Some(text) = text {
+            let message = Message::tool(text, name.clone());
+            transcript.push(match id {
+                Some(id) => message.with_call_id(id.clone()),
+                None => message,
+            });
+        }
+    }
+}
+
+/// Adds results of a resumed turn so that the turn's results stand in call order: when the
+/// transcript ends with the paused turn's request and its results so far, the new results
+/// are merged in by call id; otherwise they are appended.
+fn insert_in_call_order(transcript: &mut Vec<Message>, new: impl Iterator<Item = Message>) {
+    let request_at = transcript
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
+    let tail_is_results = request_at.is_some_and(|at| {
+        transcript[at + 1..].iter().all(|m| m.role == Role::Tool)
+    });
+    transcript.extend(new);
+    let Some(at) = request_at.filter(|_| tail_is_results) else {
+        return;
+    };
+    let order: Vec<Option<String>> = transcript[at]
+        .tool_calls
+        .iter()
+        .map(|c| c.id.clone())
+        .collect();
+    let rank = |m: &Message| {
+        m.tool_call_id
+            .as_ref()
+            .and_then(|id| order.iter().position(|o| o.as_ref() == Some(id)))
+            .unwrap_or(usize::MAX)
+    };
+    transcript[at + 1..].sort_by_key(rank);
+}
