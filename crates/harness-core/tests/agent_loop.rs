@@ -1,0 +1,650 @@
+//! The agent loop on every path: running, streaming, the tool round, budgets, the context
+//! policy and the transcript strings of spec §6.
+
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::needless_pass_by_value
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use harness_core::agent::{
+    Agent, AgentEvent, AgentState, Budget, ContextPolicy, RunInput, StopReason,
+};
+use harness_core::testing::{FunctionModel, ScriptedModel};
+use harness_core::{
+    Block, CompletionResponse, Ctx, Error, FinishReason, Message, Role, Thinking, TokenUsage,
+    ToolCall, tool,
+};
+use serde_json::json;
+
+/// Add two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// Fails every time.
+#[tool]
+fn flaky() -> Result<String, String> {
+    Err("airline API timed out".to_owned())
+}
+
+fn call(name: &str, args: serde_json::Value, id: &str) -> ToolCall {
+    ToolCall::new(name, args).with_id(id)
+}
+
+fn calls(list: Vec<ToolCall>) -> CompletionResponse {
+    CompletionResponse::from_tool_calls(list)
+}
+
+fn add_then_answer() -> ScriptedModel {
+    ScriptedModel::new([
+        calls(vec![call("add", json!({"a": 2, "b": 3}), "1")]),
+        CompletionResponse::text("5"),
+    ])
+}
+
+async fn collect_events(agent: &Agent, input: impl Into<RunInput>) -> Vec<AgentEvent> {
+    agent
+        .stream_events(input)
+        .map(|e| e.unwrap())
+        .collect()
+        .await
+}
+
+// 1. Running ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_run_calls_the_tool_records_the_transcript_and_answers() {
+    let model = Arc::new(add_then_answer());
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .system("Be brief.")
+        .tool(Add)
+        .build()
+        .unwrap();
+    let state = agent.run("What is 2 + 3?").await.unwrap();
+    assert!(state.answered());
+    assert_eq!(state.stop_reason, Some(StopReason::Answer));
+    assert_eq!(state.output, json!("5"));
+    assert_eq!(
+        state.messages,
+        vec![
+            Message::system("Be brief."),
+            Message::user("What is 2 + 3?"),
+            Message::assistant("").with_tool_calls(vec![call("add", json!({"a": 2, "b": 3}), "1")]),
+            Message::tool("5", "add").with_call_id("1"),
+            Message::assistant("5"),
+        ]
+    );
+    // The model saw the tool result on its second call, and was offered the tool both times.
+    assert_eq!(model.requests()[1].len(), 4);
+    assert_eq!(model.offered_tools(), vec![vec!["add".to_owned()]; 2]);
+}
+
+#[tokio::test]
+async fn input_may_be_a_prompt_messages_or_a_state() {
+    let model = Arc::new(ScriptedModel::new(vec![CompletionResponse::text("ok"); 3]));
+    let agent = Agent::builder().shared_model(model.clone()).build().unwrap();
+    agent.run("hi").await.unwrap();
+    agent.run(vec![Message::user("a"), Message::assistant("b"), Message::user("c")]).await.unwrap();
+    let previous = AgentState::from(vec![Message::user("again")]);
+    agent.run(previous).await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests[0], vec![Message::user("hi")]);
+    assert_eq!(requests[1].len(), 3);
+    assert_eq!(requests[2], vec![Message::user("again")]);
+}
+
+#[tokio::test]
+async fn the_system_prompt_is_added_only_when_the_transcript_has_none() {
+    let model = Arc::new(ScriptedModel::new(vec![CompletionResponse::text("ok"); 2]));
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .system("default")
+        .build()
+        .unwrap();
+    agent.run("x").await.unwrap();
+    agent.run(vec![Message::user("x"), Message::system("mine")]).await.unwrap();
+    assert_eq!(model.requests()[0][0], Message::system("default"));
+    assert_eq!(model.requests()[1], vec![Message::user("x"), Message::system("mine")]);
+}
+
+#[tokio::test]
+async fn without_a_model_a_run_is_a_passthrough() {
+    let agent = Agent::builder().build().unwrap();
+    let input = AgentState::from(vec![Message::user("hi")]);
+    let state = agent.run(input.clone()).await.unwrap();
+    assert_eq!(state, input);
+    assert_eq!(state.stop_reason, None);
+    let events = collect_events(&agent, input.clone()).await;
+    assert_eq!(events, vec![AgentEvent::Finished(Box::new(input))]);
+}
+
+#[tokio::test]
+async fn total_usage_accumulates_across_runs() {
+    let usage = TokenUsage::new(10, 5, 15).with_cached(4);
+    let model = ScriptedModel::new(vec![CompletionResponse::text("ok").with_usage(usage); 2]);
+    let agent = Agent::builder().model(model).build().unwrap();
+    let first = agent.run("a").await.unwrap();
+    assert_eq!(first.usage, usage);
+    let second = agent.run("b").await.unwrap();
+    assert_eq!(second.usage, usage + usage);
+    assert_eq!(agent.total_usage(), usage + usage);
+    agent.reset_usage();
+    assert_eq!(agent.total_usage(), TokenUsage::default());
+}
+
+#[test]
+fn run_blocking_drives_the_loop_from_sync_code_with_async_tools_too() {
+    /// Add, asynchronously.
+    #[tool]
+    async fn add_later(a: i64, b: i64) -> i64 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        a + b
+    }
+    let model = ScriptedModel::new([
+        calls(vec![call("add_later", json!({"a": 1, "b": 1}), "1")]),
+        CompletionResponse::text("2"),
+    ]);
+    let agent = Agent::builder().model(model).tool(AddLater).build().unwrap();
+    let state = agent.run_blocking("1 + 1?").unwrap();
+    assert_eq!(state.messages[2], Message::tool("2", "add_later").with_call_id("1"));
+    assert_eq!(state.output_text(), "2");
+}
+
+#[tokio::test]
+async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
+    let agent = Agent::builder().model(add_then_answer()).build().unwrap();
+    let err = agent.run_blocking("x").unwrap_err();
+    assert!(err.is_configuration());
+    assert!(err.to_string().contains("use the async form there"), "{err}");
+    assert!(agent.stream_events_blocking("x").is_err());
+}
+
+// Events (spec §6.4) ----------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_event_order_of_a_tool_then_an_answer() {
+    let agent = Agent::builder().model(add_then_answer()).tool(Add).build().unwrap();
+    let events = collect_events(&agent, "2 + 3?").await;
+    let state = match events.last() {
+        Some(AgentEvent::Finished(state)) => state.clone(),
+        other => panic!("last event {other:?}"),
+    };
+    assert_eq!(
+        events,
+        vec![
+            AgentEvent::StepStarted { step: 1 },
+            AgentEvent::ToolStarted {
+                name: "add".into(),
+                arguments: json!({"a": 2, "b": 3}).as_object().cloned().unwrap(),
+                call_id: Some("1".into()),
+            },
+            AgentEvent::ToolFinished {
+                name: "add".into(),
+                result: "5".into(),
+                failed: false,
+                call_id: Some("1".into()),
+            },
+            AgentEvent::StepStarted { step: 2 },
+            AgentEvent::TextDelta("5".into()),
+            AgentEvent::Finished(state),
+        ]
+    );
+}
+
+fn two_calls_then_answer() -> ScriptedModel {
+    ScriptedModel::new([
+        calls(vec![
+            call("add", json!({"a": 1, "b": 2}), "a"),
+            call("flaky", json!({}), "b"),
+        ]),
+        CompletionResponse::from_blocks(vec![Thinking::new("hm").into(), Block::text("done")]),
+    ])
+}
+
+fn kinds(events: &[AgentEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e {
+            AgentEvent::StepStarted { step } => format!("step {step}"),
+            AgentEvent::TextDelta(t) => format!("text {t}"),
+            AgentEvent::ThinkingDelta(t) => format!("thinking {t}"),
+            AgentEvent::ToolStarted { name, .. } => format!("start {name}"),
+            AgentEvent::ToolFinished { name, failed, .. } => format!("finish {name} {failed}"),
+            AgentEvent::Finished(_) => "finished".to_owned(),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_async_round_starts_every_call_then_finishes_every_call() {
+    let agent = Agent::builder()
+        .model(two_calls_then_answer())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    let events = collect_events(&agent, "go").await;
+    assert_eq!(
+        kinds(&events),
+        [
+            "step 1", "start add", "start flaky", "finish add false", "finish flaky true",
+            "step 2", "thinking hm", "text done", "finished"
+        ]
+    );
+    let failed = events.iter().find_map(|e| match e {
+        AgentEvent::ToolFinished { result, failed: true, .. } => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(failed.as_deref(), Some("Error: airline API timed out"));
+}
+
+#[test]
+fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
+    let agent = Agent::builder()
+        .model(two_calls_then_answer())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    let events: Vec<AgentEvent> = agent
+        .stream_events_blocking("go")
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(
+        kinds(&events),
+        [
+            "step 1", "start add", "finish add false", "start flaky", "finish flaky true",
+            "step 2", "thinking hm", "text done", "finished"
+        ]
+    );
+    let text: Vec<String> = agent_text_blocking();
+    assert_eq!(text, ["done"]);
+}
+
+fn agent_text_blocking() -> Vec<String> {
+    let agent = Agent::builder()
+        .model(two_calls_then_answer())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    agent.stream_blocking("go").unwrap().map(|t| t.unwrap()).collect()
+}
+
+#[tokio::test]
+async fn stream_yields_text_alone_and_tools_still_run() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    let model = FunctionModel::new(move |messages, _| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        if messages.iter().any(|m| m.role == Role::Tool) {
+            CompletionResponse::text("391")
+        } else {
+            calls(vec![call("add", json!({"a": 17, "b": 374}), "1")])
+        }
+    });
+    let agent = Agent::builder().model(model).tool(Add).build().unwrap();
+    let text: Vec<String> = agent.stream("17 + 374?").map(|t| t.unwrap()).collect().await;
+    assert_eq!(text, ["391"]);
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_error_ends_the_stream_as_its_last_item() {
+    let model = ScriptedModel::new([]).then_fail(Error::configuration("boom"));
+    let agent = Agent::builder().model(model).build().unwrap();
+    let items: Vec<_> = agent.stream_events("x").collect().await;
+    assert_eq!(items.len(), 2);
+    assert!(matches!(items[0], Ok(AgentEvent::StepStarted { step: 1 })));
+    assert!(matches!(&items[1], Err(e) if e.to_string() == "boom"));
+}
+
+// 2. The tool round -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_turns_calls_run_concurrently_and_are_recorded_in_call_order() {
+    // Both calls wait on one barrier: run one at a time, the first would wait forever.
+    static BARRIER: std::sync::OnceLock<tokio::sync::Barrier> = std::sync::OnceLock::new();
+    /// Wait for the other call, then answer after `millis`.
+    #[tool]
+    async fn rendezvous(label: String, millis: u64) -> String {
+        BARRIER.get_or_init(|| tokio::sync::Barrier::new(2)).wait().await;
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        label
+    }
+    let model = ScriptedModel::new([
+        calls(vec![
+            call("rendezvous", json!({"label": "slow", "millis": 30}), "1"),
+            call("rendezvous", json!({"label": "fast", "millis": 0}), "2"),
+        ]),
+        CompletionResponse::text("ok"),
+    ]);
+    let agent = Agent::builder().model(model).tool(Rendezvous).build().unwrap();
+    let state = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
+        .await
+        .expect("the calls ran concurrently")
+        .unwrap();
+    assert_eq!(state.messages[2], Message::tool("slow", "rendezvous").with_call_id("1"));
+    assert_eq!(state.messages[3], Message::tool("fast", "rendezvous").with_call_id("2"));
+}
+
+#[tokio::test]
+async fn failures_and_unknown_tools_reach_the_model_and_the_run_goes_on() {
+    let model = Arc::new(ScriptedModel::new([
+        calls(vec![
+            call("flaky", json!({}), "1"),
+            call("subtract", json!({"a": 1}), "2"),
+            call("add", json!({"a": "two"}), "3"),
+        ]),
+        CompletionResponse::text("sorry"),
+    ]));
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    let state = agent.run("go").await.unwrap();
+    assert!(state.answered());
+    let results: Vec<String> = state.messages[2..5].iter().map(|m| m.text().into_owned()).collect();
+    assert_eq!(results[0], "Error: airline API timed out");
+    assert_eq!(results[1], "Error: Unknown tool: subtract. Registered tools: add, flaky.");
+    assert!(
+        results[2].starts_with("Error: invalid arguments for tool 'add': invalid type: string \"two\""),
+        "{}",
+        results[2]
+    );
+}
+
+#[tokio::test]
+async fn tool_calls_with_no_tools_registered_is_a_configuration_error() {
+    let model = ScriptedModel::new([calls(vec![call("add", json!({}), "1")])]);
+    let agent = Agent::builder().name("helper").model(model).build().unwrap();
+    let err = agent.run("x").await.unwrap_err();
+    assert!(err.is_configuration());
+    assert_eq!(err.to_string(), "helper received tool calls but has no tools registered");
+}
+
+#[tokio::test]
+async fn a_tool_sees_the_runs_deps_and_live_transcript() {
+    struct Tenant(&'static str);
+    /// Report the tenant and how much transcript there is.
+    #[tool]
+    fn whoami(ctx: Ctx) -> String {
+        let tenant = ctx.deps::<Tenant>().map_or("none", |t| t.0);
+        format!("{tenant} {}", ctx.messages().len())
+    }
+    let model = ScriptedModel::new([
+        calls(vec![call("whoami", json!({}), "1")]),
+        CompletionResponse::text("ok"),
+    ]);
+    let agent = Agent::builder().model(model).system("s").tool(Whoami).build().unwrap();
+    let input = RunInput::from(vec![Message::user("a"), Message::user("b")]).with_deps(Tenant("acme"));
+    let state = agent.run(input).await.unwrap();
+    // system + two user messages + the assistant's request: the live transcript, not the input.
+    assert_eq!(state.messages[4].text(), "acme 4");
+}
+
+// 3. Budgets ------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
+    let model = ScriptedModel::new(vec![calls(vec![call("add", json!({"a": 1, "b": 1}), "1")]); 2]);
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Add)
+        .budget(Budget::new().steps(2))
+        .build()
+        .unwrap();
+    let events = collect_events(&agent, "loop").await;
+    let steps: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StepStarted { step } => Some(*step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, [1, 2]);
+    let Some(AgentEvent::Finished(state)) = events.last() else { panic!() };
+    assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
+    assert_eq!(state.output, json!(""));
+    assert!(!state.answered());
+}
+
+#[tokio::test]
+async fn crossing_the_token_budget_raises_before_any_tool_runs() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    let tools = harness_core::Toolbox::builder().tool(Add).build().unwrap();
+    let model = ScriptedModel::new([
+        CompletionResponse::text("first").with_usage(TokenUsage::new(40, 10, 50)),
+        CompletionResponse::from_blocks(vec![Block::text("thinking aloud")])
+            .with_tool_calls(vec![call("add", json!({"a": 1, "b": 1}), "1")])
+            .with_usage(TokenUsage::new(40, 20, 60)),
+    ]);
+    let agent = Agent::builder()
+        .name("counter")
+        .model(model)
+        .toolbox(tools.with_approver(move |_, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            true
+        }))
+        .budget(Budget::new().tokens(100))
+        .build()
+        .unwrap();
+    let first = agent.run("one").await.unwrap();
+    assert_eq!(first.usage.total_tokens, 50);
+    let err = agent.run(first).await.unwrap_err();
+    assert!(err.is_token_budget_exceeded());
+    assert_eq!(
+        err.to_string(),
+        "counter used 110 tokens, exceeding its budget of 100; raise Budget::tokens or start a fresh agent"
+    );
+    let state = err.state().unwrap();
+    assert_eq!(state.stop_reason, Some(StopReason::TokenBudget));
+    assert_eq!(state.output, json!("thinking aloud"));
+    assert_eq!(state.usage.total_tokens, 110);
+    // The transcript before the response that crossed: no request recorded, no tool run.
+    assert_eq!(state.messages.last(), Some(&Message::assistant("first")));
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn non_positive_limits_are_refused_when_the_agent_is_built() {
+    let err = Agent::builder().budget(Budget::new().steps(0)).build().unwrap_err();
+    assert_eq!(err.to_string(), "Budget.steps must be at least 1, got 0");
+    let err = Agent::builder().context(ContextPolicy::new().keep_last(0)).build().unwrap_err();
+    assert_eq!(err.to_string(), "ContextPolicy.keep_last must be at least 1, got 0");
+}
+
+#[tokio::test]
+async fn a_length_finish_is_truncated_not_answered() {
+    let model = ScriptedModel::new([
+        CompletionResponse::text("half an ans").with_finish_reason(FinishReason::Length)
+    ]);
+    let agent = Agent::builder().model(model).build().unwrap();
+    let state = agent.run("x").await.unwrap();
+    assert_eq!(state.stop_reason, Some(StopReason::Truncated));
+    assert_eq!(state.output_text(), "half an ans");
+    assert!(!state.answered());
+}
+
+// 4. Context policy -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn long_tool_results_are_cut_in_the_middle_in_transcript_and_event_alike() {
+    /// Return a long text.
+    #[tool]
+    fn long() -> String {
+        format!("{}{}", "a".repeat(50), "z".repeat(50))
+    }
+    let model = ScriptedModel::new([calls(vec![call("long", json!({}), "1")]), CompletionResponse::text("ok")]);
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Long)
+        .context(ContextPolicy::new().tool_result_chars(Some(30)))
+        .build()
+        .unwrap();
+    let events = collect_events(&agent, "x").await;
+    let expected = format!("{}\n... [70 characters elided] ...\n{}", "a".repeat(20), "z".repeat(10));
+    let finished = events.iter().find_map(|e| match e {
+        AgentEvent::ToolFinished { result, .. } => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(finished.as_deref(), Some(expected.as_str()));
+    let Some(AgentEvent::Finished(state)) = events.last() else { panic!() };
+    assert_eq!(state.messages[2].text(), expected);
+}
+
+#[tokio::test]
+async fn max_tokens_prunes_what_is_sent_never_what_is_kept() {
+    let model = Arc::new(ScriptedModel::new([CompletionResponse::text("ok")]));
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .system("sys")
+        .context(ContextPolicy::new().max_tokens(20).keep_last(2))
+        .build()
+        .unwrap();
+    let history = vec![
+        Message::user("x".repeat(200)),
+        Message::assistant("y".repeat(200)),
+        Message::user("short"),
+        Message::assistant("short"),
+        Message::user("now"),
+    ];
+    let state = agent.run(history.clone()).await.unwrap();
+    let sent = &model.requests()[0];
+    assert_eq!(sent[0], Message::system("sys"));
+    assert_eq!(sent[1], Message::user("[2 earlier messages elided to fit the context budget.]"));
+    assert_eq!(&sent[2..], &history[2..]);
+    assert_eq!(state.messages.len(), 7, "system + five + the answer");
+}
+
+// 8. Middleware -----------------------------------------------------------------------------
+
+struct Recorder {
+    seen_failures: Arc<AtomicUsize>,
+    stop_after: usize,
+}
+
+impl harness_core::agent::Middleware for Recorder {
+    fn before_model(&self, messages: &[Message]) -> Option<Vec<Message>> {
+        let mut view = messages.to_vec();
+        view.push(Message::user("(reminder: be brief)"));
+        Some(view)
+    }
+
+    fn before_tool(&self, mut call: ToolCall) -> Option<ToolCall> {
+        if call.name == "flaky" && call.id.as_deref() == Some("refuse") {
+            return None;
+        }
+        if call.name == "add" {
+            call.arguments.insert("b".into(), json!(100));
+        }
+        Some(call)
+    }
+
+    fn after_tool(&self, call: &ToolCall, result: harness_core::Result<String>) -> harness_core::Result<String> {
+        match result {
+            Err(e) => {
+                self.seen_failures.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("recovered from {}: {}", call.name, e.tool_result_text()))
+            }
+            ok => ok,
+        }
+    }
+
+    fn after_step(&self, step: usize, state: &AgentState) -> bool {
+        assert_eq!(state.stop_reason, None);
+        step < self.stop_after
+    }
+}
+
+#[tokio::test]
+async fn middleware_hooks_shape_what_is_sent_run_and_recorded() {
+    let failures = Arc::new(AtomicUsize::new(0));
+    let model = Arc::new(ScriptedModel::new(vec![
+        calls(vec![
+            call("add", json!({"a": 1, "b": 2}), "1"),
+            call("flaky", json!({}), "2"),
+            call("flaky", json!({}), "refuse"),
+        ]);
+        3
+    ]));
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .tool(Add)
+        .tool(Flaky)
+        .middleware(Recorder {
+            seen_failures: Arc::clone(&failures),
+            stop_after: 2,
+        })
+        .build()
+        .unwrap();
+    let state = agent.run("go").await.unwrap();
+    // before_model: what is sent, never recorded.
+    assert_eq!(model.requests()[0].last(), Some(&Message::user("(reminder: be brief)")));
+    assert!(state.messages.iter().all(|m| m.text() != "(reminder: be brief)"));
+    // before_tool rewrote an argument and refused a call; after_tool turned a failure.
+    assert_eq!(state.messages[2].text(), "101");
+    assert_eq!(state.messages[3].text(), "recovered from flaky: Error: airline API timed out");
+    assert!(state.messages[4].text().starts_with("Refused before running"));
+    assert_eq!(failures.load(Ordering::SeqCst), 2);
+    // after_step returned false after step 2.
+    assert_eq!(state.stop_reason, Some(StopReason::Stopped));
+    assert_eq!(model.requests().len(), 2);
+    assert!(!state.answered());
+}
+
+// 11. Test models ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn test_model_calls_every_tool_then_summarises() {
+    let agent = Agent::builder()
+        .model(harness_core::testing::TestModel::new())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    let state = agent.run("go").await.unwrap();
+    assert_eq!(
+        state.output_text(),
+        r#"{"add":"0","flaky":"Error: airline API timed out"}"#
+    );
+    assert!(state.usage.total_tokens > 0);
+    let only = Agent::builder()
+        .model(harness_core::testing::TestModel::new().calling_only(["add"]))
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    assert_eq!(only.run("go").await.unwrap().output_text(), r#"{"add":"0"}"#);
+}
+
+#[tokio::test]
+async fn function_model_can_be_async() {
+    let model = FunctionModel::from_async(|messages, _tools| async move {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Ok(CompletionResponse::text(format!("{} messages", messages.len())))
+    });
+    let agent = Agent::builder().model(model).build().unwrap();
+    assert_eq!(agent.run("x").await.unwrap().output_text(), "1 messages");
+}
+
+#[tokio::test]
+async fn a_scripted_model_that_runs_out_says_so() {
+    let agent = Agent::builder().model(ScriptedModel::new([])).build().unwrap();
+    let err = agent.run("x").await.unwrap_err();
+    assert_eq!(err.to_string(), "ScriptedModel ran out of responses at call 1; add more to the script");
+}
