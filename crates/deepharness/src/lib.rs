@@ -6,7 +6,7 @@
 //!
 //! | crate | what it holds | feature |
 //! | --- | --- | --- |
-//! | [`harness_core`] | messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`](macro@tool) | always |
+//! | [`harness_core`] | the agent loop, messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`](macro@tool), test models | always |
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
 //!
 //! The provider, tool, graph and research crates join the facade as they are built, each
@@ -39,19 +39,36 @@ extern crate self as deepharness;
 
 mod error;
 
+use std::sync::Arc;
+
 pub use error::Error;
-pub use harness_core::{Ctx, Message, Tool, Toolbox};
+pub use harness_core::{
+    Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Llm, Message, TokenUsage, Tool,
+    Toolbox,
+};
 
 #[cfg(feature = "macros")]
 pub use harness_core::tool;
 
-/// The loop's own types: tool specs, the toolbox's approval gate, the run context.
+/// The loop's own types: the context policy, events, stop reasons, paused calls, tool
+/// specs, middleware, the toolbox's approval gate.
 pub mod agent {
+    pub use harness_core::agent::{
+        ASK_FOR_FINAL_ANSWER, Agent, AgentBuilder, AgentEvent, AgentState, AgentTool, BlockingIter,
+        Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER, FINAL_TOOL, Hooks, Middleware,
+        NOT_RUN_PAUSED, NoMiddleware, PendingHumanInput, Prune, RunInput, StopReason,
+        TokenBudgetExceeded, estimate_tokens, truncate,
+    };
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 }
 
-/// The model interface and its wire types: [`Llm`], responses, usage,
-/// content blocks.
+/// Tools and the per-call policy over them. The file, shell, MCP and web-search tools join
+/// this module with the tools crate.
+pub mod tools {
+    pub use harness_core::agent::{Decision, Permissions, Rule};
+}
+
+/// The model interface and its wire types: [`Llm`], responses, usage, content blocks.
 pub mod providers {
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
     pub use harness_core::{
@@ -60,23 +77,47 @@ pub mod providers {
     };
 }
 
+/// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),
+/// [`FunctionModel`](testing::FunctionModel), [`ScriptedModel`](testing::ScriptedModel).
+pub mod testing {
+    pub use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
+}
+
 /// Every error type. Only [`Error`] is re-exported at the root.
 pub mod errors {
     pub use crate::error::Error;
     pub use harness_core::Error as CoreError;
+    pub use harness_core::agent::TokenBudgetExceeded;
     pub use harness_core::{PROVIDER_BODY_EXCERPT_CHARS, ProviderError};
 }
-
-pub use harness_core::{CompletionResponse, Llm, TokenUsage};
 
 /// The names a first program needs, in one import: `use deepharness::prelude::*;`.
 pub mod prelude {
     pub use crate::Error;
+    pub use crate::model_from_env;
     #[cfg(feature = "macros")]
     pub use harness_core::tool;
     pub use harness_core::{
-        CompletionResponse, Ctx, Llm, Message, TokenUsage, Tool, ToolSpec, Toolbox,
+        Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Llm, Message, TokenUsage,
+        Tool, ToolSpec, Toolbox,
     };
+}
+
+/// The model a program should use when it does not name one: a real provider when one is
+/// configured in the environment, else the offline [`TestModel`](testing::TestModel), so an
+/// example or a first program runs anywhere.
+///
+/// This build has no provider crate yet, so it always returns the `TestModel`; with the
+/// providers feature it will look for `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+/// `GEMINI_API_KEY` and a local server, in that order. [`Llm::name`] says which was
+/// chosen.
+///
+/// ```
+/// let model = deepharness::model_from_env();
+/// assert_eq!(model.name(), "test");
+/// ```
+pub fn model_from_env() -> Arc<dyn Llm> {
+    Arc::new(harness_core::testing::TestModel::new())
 }
 
 #[doc(hidden)]

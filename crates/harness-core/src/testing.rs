@@ -92,7 +92,11 @@ impl TestModel {
         let already_called = exchange
             .iter()
             .any(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
-        let turn = messages.iter().filter(|m| m.role == Role::Assistant).count() + 1;
+        let turn = messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .count()
+            + 1;
         let callable: Vec<&ToolSpec> = tools
             .iter()
             .filter(|t| t.name != FINAL_TOOL)
@@ -115,7 +119,11 @@ impl TestModel {
 }
 
 fn call_with_example(tool: &ToolSpec, id: String) -> ToolCall {
-    ToolCall::new(tool.name.clone(), example_value(&tool.parameters, &tool.parameters, 0)).with_id(id)
+    ToolCall::new(
+        tool.name.clone(),
+        example_value(&tool.parameters, &tool.parameters, 0),
+    )
+    .with_id(id)
 }
 
 /// The tool results of an exchange, as one JSON object by tool name.
@@ -148,11 +156,19 @@ fn example_value(schema: &Value, root: &Value, depth: usize) -> Value {
     if let Some(value) = schema.get("const").or_else(|| schema.get("default")) {
         return value.clone();
     }
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     for union in ["anyOf", "oneOf", "allOf"] {
-        if let Some(first) = schema.get(union).and_then(Value::as_array).and_then(|b| b.first()) {
+        if let Some(first) = schema
+            .get(union)
+            .and_then(Value::as_array)
+            .and_then(|b| b.first())
+        {
             return example_value(first, root, depth + 1);
         }
     }
@@ -177,7 +193,11 @@ fn example_value(schema: &Value, root: &Value, depth: usize) -> Value {
     let number = |key: &str| schema.get(key).and_then(Value::as_f64);
     match kind {
         "string" => {
-            let len = schema.get("minLength").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let len = schema
+                .get("minLength")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
             Value::from("a".repeat(usize::try_from(len).unwrap_or(1)))
         }
         "integer" => {
@@ -200,9 +220,11 @@ fn example_value(schema: &Value, root: &Value, depth: usize) -> Value {
                 .get("maxItems")
                 .and_then(Value::as_u64)
                 .map_or(count, |max| count.min(max));
-            let item = schema.get("items").map_or(Value::Null, |items| {
-                example_value(items, root, depth + 1)
-            });
+            let item = schema
+                .get("items")
+                .map_or(Value::Null, |items| example_value(items, root, depth + 1));
+            // An item that could not be built (recursion cut short) is left out.
+            let count = if item.is_null() { min } else { count };
             Value::Array(vec![item; usize::try_from(count).unwrap_or(0)])
         }
         "object" => {
@@ -211,7 +233,9 @@ fn example_value(schema: &Value, root: &Value, depth: usize) -> Value {
                 properties
                     .into_iter()
                     .flatten()
-                    .map(|(name, property)| (name.clone(), example_value(property, root, depth + 1)))
+                    .map(|(name, property)| {
+                        (name.clone(), example_value(property, root, depth + 1))
+                    })
                     .collect(),
             )
         }
@@ -237,7 +261,10 @@ impl Llm for TestModel {
 }
 
 type SyncTurn = dyn Fn(&[Message], &[ToolSpec]) -> Result<CompletionResponse> + Send + Sync;
-type AsyncTurn = dyn Fn(Vec<Message>, Vec<ToolSpec>) -> Pin<Box<dyn Future<Output = Result<CompletionResponse>> + Send>>
+type AsyncTurn = dyn Fn(
+        Vec<Message>,
+        Vec<ToolSpec>,
+    ) -> Pin<Box<dyn Future<Output = Result<CompletionResponse>> + Send>>
     + Send
     + Sync;
 
@@ -297,7 +324,9 @@ impl FunctionModel {
         Fut: Future<Output = Result<CompletionResponse>> + Send + 'static,
     {
         Self {
-            turn: Turn::Async(Arc::new(move |messages, tools| Box::pin(turn(messages, tools)))),
+            turn: Turn::Async(Arc::new(move |messages, tools| {
+                Box::pin(turn(messages, tools))
+            })),
         }
     }
 }

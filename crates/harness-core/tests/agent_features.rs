@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use harness_core::agent::{
-    Agent, AgentState, FINAL_TOOL, Permissions, PendingHumanInput, Rule, RunInput, StopReason,
+    Agent, AgentState, FINAL_TOOL, PendingHumanInput, Permissions, Rule, RunInput, StopReason,
 };
 use harness_core::testing::{ScriptedModel, TestModel};
 use harness_core::{CompletionResponse, Ctx, Error, Message, ToolCall, Toolbox, tool};
@@ -47,11 +47,19 @@ enum Sky {
 
 #[tokio::test]
 async fn the_final_answer_tool_carries_the_output_types_schema() {
-    let agent = Agent::builder().model(TestModel::new()).output::<Weather>().build().unwrap();
+    let agent = Agent::builder()
+        .model(TestModel::new())
+        .output::<Weather>()
+        .build()
+        .unwrap();
     let offered = agent.offered_tools();
     assert_eq!(offered.len(), 1);
     assert_eq!(offered[0].name, FINAL_TOOL);
-    assert!(offered[0].description.contains("Weather"), "{}", offered[0].description);
+    assert!(
+        offered[0].description.contains("Weather"),
+        "{}",
+        offered[0].description
+    );
     assert_eq!(
         offered[0].parameters,
         json!({
@@ -116,7 +124,10 @@ async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
     assert_eq!(m[4].tool_call_id.as_deref(), Some("1"));
     // Every bad field in one message: the bool, the missing field, the enum.
     assert!(problems.starts_with("Error: "), "{problems}");
-    assert!(problems.contains("celsius: true is not of type \"integer\""), "{problems}");
+    assert!(
+        problems.contains("celsius: true is not of type \"integer\""),
+        "{problems}"
+    );
     assert!(problems.contains("wind_kmh: missing"), "{problems}");
     assert!(problems.contains("sky: "), "{problems}");
     assert_eq!(problems.matches("; ").count(), 2, "{problems}");
@@ -139,9 +150,16 @@ async fn a_model_that_never_complies_ends_at_the_step_budget() {
 
 #[test]
 fn an_output_type_must_be_a_struct() {
-    let err = Agent::builder().output::<Vec<String>>().build().unwrap_err();
+    let err = Agent::builder()
+        .output::<Vec<String>>()
+        .build()
+        .unwrap_err();
     assert!(err.is_configuration());
-    assert!(err.to_string().contains("must be a struct with named fields"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("must be a struct with named fields"),
+        "{err}"
+    );
 }
 
 // 6. Human in the loop ----------------------------------------------------------------------
@@ -162,7 +180,11 @@ fn pay_model() -> ScriptedModel {
     ScriptedModel::new([
         calls(vec![
             call("invoice", json!({"customer": "acme"}), "a"),
-            call("wire_transfer", json!({"amount_usd": 50_000, "to": "acme"}), "b"),
+            call(
+                "wire_transfer",
+                json!({"amount_usd": 50_000, "to": "acme"}),
+                "b",
+            ),
         ]),
         CompletionResponse::text("Paid."),
         CompletionResponse::text("Paid again."),
@@ -191,7 +213,9 @@ async fn a_gated_call_pauses_the_whole_turn_and_records_the_unrun_ones() {
             call_id: Some("b".into()),
             name: "wire_transfer".into(),
             question: r#"Run wire_transfer with {"amount_usd":50000,"to":"acme"}?"#.into(),
-            arguments: json!({"amount_usd": 50000, "to": "acme"}).as_object().cloned(),
+            arguments: json!({"amount_usd": 50000, "to": "acme"})
+                .as_object()
+                .cloned(),
             approved: None,
         }]
     );
@@ -199,7 +223,13 @@ async fn a_gated_call_pauses_the_whole_turn_and_records_the_unrun_ones() {
     // The ordinary call did not run either; it is recorded as not run.
     assert_eq!(
         state.messages.last(),
-        Some(&Message::tool("Not run: the turn stopped for approval of another call.", "invoice").with_call_id("a"))
+        Some(
+            &Message::tool(
+                "Not run: the turn stopped for approval of another call.",
+                "invoice"
+            )
+            .with_call_id("a")
+        )
     );
 }
 
@@ -219,7 +249,10 @@ async fn approving_runs_the_call_with_the_models_arguments_in_call_order() {
     assert_eq!(
         results,
         vec![
-            ("a", "Not run: the turn stopped for approval of another call.".to_owned()),
+            (
+                "a",
+                "Not run: the turn stopped for approval of another call.".to_owned()
+            ),
             ("b", "sent $50000 to acme".to_owned()),
         ]
     );
@@ -236,7 +269,11 @@ async fn rejecting_tells_the_model_and_undecided_resumes_are_refused() {
         "payer is paused on wire_transfer; call state.approve() or state.reject() before running it again"
     );
     let state = agent.run(paused.reject(Some("b")).unwrap()).await.unwrap();
-    let denied = state.messages.iter().find(|m| m.tool_call_id.as_deref() == Some("b")).unwrap();
+    let denied = state
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("b"))
+        .unwrap();
     assert_eq!(denied.text(), "Denied by the user.");
 }
 
@@ -248,7 +285,11 @@ async fn an_approval_callback_decides_during_the_run_instead_of_pausing() {
         .approve(|_, args| args["amount_usd"].as_u64().is_some_and(|a| a <= 1_000))
         .build()
         .unwrap();
-    let agent = Agent::builder().model(pay_model()).toolbox(tools).build().unwrap();
+    let agent = Agent::builder()
+        .model(pay_model())
+        .toolbox(tools)
+        .build()
+        .unwrap();
     let state = agent.run("Pay").await.unwrap();
     assert!(state.answered());
     assert_eq!(
@@ -273,15 +314,25 @@ async fn a_question_pauses_and_the_appended_answer_becomes_the_result() {
         ]),
         CompletionResponse::text("Proceeding."),
     ]);
-    let agent = Agent::builder().model(model).tool(Confirm).tool(Invoice).build().unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Confirm)
+        .tool(Invoice)
+        .build()
+        .unwrap();
     let mut state = agent.run("Do it").await.unwrap();
     assert_eq!(state.stop_reason, Some(StopReason::Paused));
     let pending = state.paused[0].clone();
-    assert_eq!((pending.name.as_str(), pending.question.as_str()), ("confirm", "Proceed?"));
+    assert_eq!(
+        (pending.name.as_str(), pending.question.as_str()),
+        ("confirm", "Proceed?")
+    );
     assert!(!pending.needs_approval());
     // The other call ran; the question has no result until the human answers.
     assert_eq!(state.messages.last().unwrap().text(), "acme owes $50000");
-    state.messages.push(Message::tool("yes, proceed", pending.name).with_call_id("q"));
+    state
+        .messages
+        .push(Message::tool("yes, proceed", pending.name).with_call_id("q"));
     let state = agent.run(state).await.unwrap();
     assert!(state.answered());
 }
@@ -298,7 +349,10 @@ async fn a_paused_run_survives_json_and_resumes() {
     let state = agent.run(loaded.approve(None).unwrap()).await.unwrap();
     assert_eq!(state.output_text(), "Paid.");
     let err = AgentState::from_json(r#"{"messages": [], "plan": 1}"#).unwrap_err();
-    assert!(err.to_string().starts_with("unknown state keys: plan."), "{err}");
+    assert!(
+        err.to_string().starts_with("unknown state keys: plan."),
+        "{err}"
+    );
 }
 
 // 7. Permissions ----------------------------------------------------------------------------
@@ -320,10 +374,18 @@ fn shell_policy() -> Permissions {
 async fn a_policy_allows_git_log_denies_rm_rf_and_asks_about_the_rest() {
     let model = ScriptedModel::new([
         calls(vec![
-            call("run_command", json!({"command": "git log --oneline -3"}), "1"),
+            call(
+                "run_command",
+                json!({"command": "git log --oneline -3"}),
+                "1",
+            ),
             call("run_command", json!({"command": "cd / && rm -rf tmp"}), "2"),
         ]),
-        calls(vec![call("run_command", json!({"command": "git push"}), "3")]),
+        calls(vec![call(
+            "run_command",
+            json!({"command": "git push"}),
+            "3",
+        )]),
     ]);
     let agent = Agent::builder()
         .model(model)
@@ -346,7 +408,12 @@ fn a_gate_naming_an_unregistered_tool_is_refused_at_build() {
     let err = Agent::builder()
         .model(TestModel::new())
         .tool(RunCommand)
-        .permissions(Permissions::new().deny("run_comand").allow("not_mine").ask("run_*"))
+        .permissions(
+            Permissions::new()
+                .deny("run_comand")
+                .allow("not_mine")
+                .ask("run_*"),
+        )
         .build()
         .unwrap_err();
     assert_eq!(
@@ -413,7 +480,10 @@ async fn a_sub_agent_is_a_tool_and_inherits_the_callers_deps() {
         .await
         .unwrap();
     assert_eq!(state.messages[2].text(), "the tenant is acme");
-    assert_eq!(researcher.total_usage(), harness_core::TokenUsage::default());
+    assert_eq!(
+        researcher.total_usage(),
+        harness_core::TokenUsage::default()
+    );
 }
 
 #[tokio::test]
@@ -425,8 +495,15 @@ async fn a_sub_agent_that_does_not_answer_is_a_failed_call() {
         .budget(harness_core::Budget::new().steps(1))
         .build()
         .unwrap();
-    let err = harness_core::Tool::call(&quitter.as_tool("q", "d"), json!({"input": "go"}), Ctx::new())
-        .await
-        .unwrap_err();
-    assert_eq!(err.tool_result_text(), "Error: the quitter agent stopped without an answer (step_budget)");
+    let err = harness_core::Tool::call(
+        &quitter.as_tool("q", "d"),
+        json!({"input": "go"}),
+        Ctx::new(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.tool_result_text(),
+        "Error: the quitter agent stopped without an answer (step_budget)"
+    );
 }

@@ -91,9 +91,19 @@ async fn a_run_calls_the_tool_records_the_transcript_and_answers() {
 #[tokio::test]
 async fn input_may_be_a_prompt_messages_or_a_state() {
     let model = Arc::new(ScriptedModel::new(vec![CompletionResponse::text("ok"); 3]));
-    let agent = Agent::builder().shared_model(model.clone()).build().unwrap();
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .build()
+        .unwrap();
     agent.run("hi").await.unwrap();
-    agent.run(vec![Message::user("a"), Message::assistant("b"), Message::user("c")]).await.unwrap();
+    agent
+        .run(vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+        ])
+        .await
+        .unwrap();
     let previous = AgentState::from(vec![Message::user("again")]);
     agent.run(previous).await.unwrap();
     let requests = model.requests();
@@ -111,9 +121,15 @@ async fn the_system_prompt_is_added_only_when_the_transcript_has_none() {
         .build()
         .unwrap();
     agent.run("x").await.unwrap();
-    agent.run(vec![Message::user("x"), Message::system("mine")]).await.unwrap();
+    agent
+        .run(vec![Message::user("x"), Message::system("mine")])
+        .await
+        .unwrap();
     assert_eq!(model.requests()[0][0], Message::system("default"));
-    assert_eq!(model.requests()[1], vec![Message::user("x"), Message::system("mine")]);
+    assert_eq!(
+        model.requests()[1],
+        vec![Message::user("x"), Message::system("mine")]
+    );
 }
 
 #[tokio::test]
@@ -153,9 +169,16 @@ fn run_blocking_drives_the_loop_from_sync_code_with_async_tools_too() {
         calls(vec![call("add_later", json!({"a": 1, "b": 1}), "1")]),
         CompletionResponse::text("2"),
     ]);
-    let agent = Agent::builder().model(model).tool(AddLater).build().unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .tool(AddLater)
+        .build()
+        .unwrap();
     let state = agent.run_blocking("1 + 1?").unwrap();
-    assert_eq!(state.messages[2], Message::tool("2", "add_later").with_call_id("1"));
+    assert_eq!(
+        state.messages[2],
+        Message::tool("2", "add_later").with_call_id("1")
+    );
     assert_eq!(state.output_text(), "2");
 }
 
@@ -164,7 +187,10 @@ async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
     let agent = Agent::builder().model(add_then_answer()).build().unwrap();
     let err = agent.run_blocking("x").unwrap_err();
     assert!(err.is_configuration());
-    assert!(err.to_string().contains("use the async form there"), "{err}");
+    assert!(
+        err.to_string().contains("use the async form there"),
+        "{err}"
+    );
     assert!(agent.stream_events_blocking("x").is_err());
 }
 
@@ -172,7 +198,11 @@ async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
 
 #[tokio::test]
 async fn the_event_order_of_a_tool_then_an_answer() {
-    let agent = Agent::builder().model(add_then_answer()).tool(Add).build().unwrap();
+    let agent = Agent::builder()
+        .model(add_then_answer())
+        .tool(Add)
+        .build()
+        .unwrap();
     let events = collect_events(&agent, "2 + 3?").await;
     let state = match events.last() {
         Some(AgentEvent::Finished(state)) => state.clone(),
@@ -237,12 +267,23 @@ async fn an_async_round_starts_every_call_then_finishes_every_call() {
     assert_eq!(
         kinds(&events),
         [
-            "step 1", "start add", "start flaky", "finish add false", "finish flaky true",
-            "step 2", "thinking hm", "text done", "finished"
+            "step 1",
+            "start add",
+            "start flaky",
+            "finish add false",
+            "finish flaky true",
+            "step 2",
+            "thinking hm",
+            "text done",
+            "finished"
         ]
     );
     let failed = events.iter().find_map(|e| match e {
-        AgentEvent::ToolFinished { result, failed: true, .. } => Some(result.clone()),
+        AgentEvent::ToolFinished {
+            result,
+            failed: true,
+            ..
+        } => Some(result.clone()),
         _ => None,
     });
     assert_eq!(failed.as_deref(), Some("Error: airline API timed out"));
@@ -264,8 +305,15 @@ fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
     assert_eq!(
         kinds(&events),
         [
-            "step 1", "start add", "finish add false", "start flaky", "finish flaky true",
-            "step 2", "thinking hm", "text done", "finished"
+            "step 1",
+            "start add",
+            "finish add false",
+            "start flaky",
+            "finish flaky true",
+            "step 2",
+            "thinking hm",
+            "text done",
+            "finished"
         ]
     );
     let text: Vec<String> = agent_text_blocking();
@@ -279,7 +327,11 @@ fn agent_text_blocking() -> Vec<String> {
         .tool(Flaky)
         .build()
         .unwrap();
-    agent.stream_blocking("go").unwrap().map(|t| t.unwrap()).collect()
+    agent
+        .stream_blocking("go")
+        .unwrap()
+        .map(|t| t.unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -295,7 +347,11 @@ async fn stream_yields_text_alone_and_tools_still_run() {
         }
     });
     let agent = Agent::builder().model(model).tool(Add).build().unwrap();
-    let text: Vec<String> = agent.stream("17 + 374?").map(|t| t.unwrap()).collect().await;
+    let text: Vec<String> = agent
+        .stream("17 + 374?")
+        .map(|t| t.unwrap())
+        .collect()
+        .await;
     assert_eq!(text, ["391"]);
     assert_eq!(count.load(Ordering::SeqCst), 2);
 }
@@ -319,7 +375,10 @@ async fn a_turns_calls_run_concurrently_and_are_recorded_in_call_order() {
     /// Wait for the other call, then answer after `millis`.
     #[tool]
     async fn rendezvous(label: String, millis: u64) -> String {
-        BARRIER.get_or_init(|| tokio::sync::Barrier::new(2)).wait().await;
+        BARRIER
+            .get_or_init(|| tokio::sync::Barrier::new(2))
+            .wait()
+            .await;
         tokio::time::sleep(Duration::from_millis(millis)).await;
         label
     }
@@ -330,13 +389,23 @@ async fn a_turns_calls_run_concurrently_and_are_recorded_in_call_order() {
         ]),
         CompletionResponse::text("ok"),
     ]);
-    let agent = Agent::builder().model(model).tool(Rendezvous).build().unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Rendezvous)
+        .build()
+        .unwrap();
     let state = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
         .await
         .expect("the calls ran concurrently")
         .unwrap();
-    assert_eq!(state.messages[2], Message::tool("slow", "rendezvous").with_call_id("1"));
-    assert_eq!(state.messages[3], Message::tool("fast", "rendezvous").with_call_id("2"));
+    assert_eq!(
+        state.messages[2],
+        Message::tool("slow", "rendezvous").with_call_id("1")
+    );
+    assert_eq!(
+        state.messages[3],
+        Message::tool("fast", "rendezvous").with_call_id("2")
+    );
 }
 
 #[tokio::test]
@@ -357,11 +426,18 @@ async fn failures_and_unknown_tools_reach_the_model_and_the_run_goes_on() {
         .unwrap();
     let state = agent.run("go").await.unwrap();
     assert!(state.answered());
-    let results: Vec<String> = state.messages[2..5].iter().map(|m| m.text().into_owned()).collect();
+    let results: Vec<String> = state.messages[2..5]
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
     assert_eq!(results[0], "Error: airline API timed out");
-    assert_eq!(results[1], "Error: Unknown tool: subtract. Registered tools: add, flaky.");
+    assert_eq!(
+        results[1],
+        "Error: Unknown tool: subtract. Registered tools: add, flaky."
+    );
     assert!(
-        results[2].starts_with("Error: invalid arguments for tool 'add': invalid type: string \"two\""),
+        results[2]
+            .starts_with("Error: invalid arguments for tool 'add': invalid type: string \"two\""),
         "{}",
         results[2]
     );
@@ -370,10 +446,17 @@ async fn failures_and_unknown_tools_reach_the_model_and_the_run_goes_on() {
 #[tokio::test]
 async fn tool_calls_with_no_tools_registered_is_a_configuration_error() {
     let model = ScriptedModel::new([calls(vec![call("add", json!({}), "1")])]);
-    let agent = Agent::builder().name("helper").model(model).build().unwrap();
+    let agent = Agent::builder()
+        .name("helper")
+        .model(model)
+        .build()
+        .unwrap();
     let err = agent.run("x").await.unwrap_err();
     assert!(err.is_configuration());
-    assert_eq!(err.to_string(), "helper received tool calls but has no tools registered");
+    assert_eq!(
+        err.to_string(),
+        "helper received tool calls but has no tools registered"
+    );
 }
 
 #[tokio::test]
@@ -389,8 +472,14 @@ async fn a_tool_sees_the_runs_deps_and_live_transcript() {
         calls(vec![call("whoami", json!({}), "1")]),
         CompletionResponse::text("ok"),
     ]);
-    let agent = Agent::builder().model(model).system("s").tool(Whoami).build().unwrap();
-    let input = RunInput::from(vec![Message::user("a"), Message::user("b")]).with_deps(Tenant("acme"));
+    let agent = Agent::builder()
+        .model(model)
+        .system("s")
+        .tool(Whoami)
+        .build()
+        .unwrap();
+    let input =
+        RunInput::from(vec![Message::user("a"), Message::user("b")]).with_deps(Tenant("acme"));
     let state = agent.run(input).await.unwrap();
     // system + two user messages + the assistant's request: the live transcript, not the input.
     assert_eq!(state.messages[4].text(), "acme 4");
@@ -400,7 +489,10 @@ async fn a_tool_sees_the_runs_deps_and_live_transcript() {
 
 #[tokio::test]
 async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
-    let model = ScriptedModel::new(vec![calls(vec![call("add", json!({"a": 1, "b": 1}), "1")]); 2]);
+    let model = ScriptedModel::new(vec![
+        calls(vec![call("add", json!({"a": 1, "b": 1}), "1")]);
+        2
+    ]);
     let agent = Agent::builder()
         .model(model)
         .tool(Add)
@@ -416,7 +508,9 @@ async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
         })
         .collect();
     assert_eq!(steps, [1, 2]);
-    let Some(AgentEvent::Finished(state)) = events.last() else { panic!() };
+    let Some(AgentEvent::Finished(state)) = events.last() else {
+        panic!()
+    };
     assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
     assert_eq!(state.output, json!(""));
     assert!(!state.answered());
@@ -462,10 +556,19 @@ async fn crossing_the_token_budget_raises_before_any_tool_runs() {
 
 #[test]
 fn non_positive_limits_are_refused_when_the_agent_is_built() {
-    let err = Agent::builder().budget(Budget::new().steps(0)).build().unwrap_err();
+    let err = Agent::builder()
+        .budget(Budget::new().steps(0))
+        .build()
+        .unwrap_err();
     assert_eq!(err.to_string(), "Budget.steps must be at least 1, got 0");
-    let err = Agent::builder().context(ContextPolicy::new().keep_last(0)).build().unwrap_err();
-    assert_eq!(err.to_string(), "ContextPolicy.keep_last must be at least 1, got 0");
+    let err = Agent::builder()
+        .context(ContextPolicy::new().keep_last(0))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "ContextPolicy.keep_last must be at least 1, got 0"
+    );
 }
 
 #[tokio::test]
@@ -489,7 +592,10 @@ async fn long_tool_results_are_cut_in_the_middle_in_transcript_and_event_alike()
     fn long() -> String {
         format!("{}{}", "a".repeat(50), "z".repeat(50))
     }
-    let model = ScriptedModel::new([calls(vec![call("long", json!({}), "1")]), CompletionResponse::text("ok")]);
+    let model = ScriptedModel::new([
+        calls(vec![call("long", json!({}), "1")]),
+        CompletionResponse::text("ok"),
+    ]);
     let agent = Agent::builder()
         .model(model)
         .tool(Long)
@@ -497,13 +603,19 @@ async fn long_tool_results_are_cut_in_the_middle_in_transcript_and_event_alike()
         .build()
         .unwrap();
     let events = collect_events(&agent, "x").await;
-    let expected = format!("{}\n... [70 characters elided] ...\n{}", "a".repeat(20), "z".repeat(10));
+    let expected = format!(
+        "{}\n... [70 characters elided] ...\n{}",
+        "a".repeat(20),
+        "z".repeat(10)
+    );
     let finished = events.iter().find_map(|e| match e {
         AgentEvent::ToolFinished { result, .. } => Some(result.clone()),
         _ => None,
     });
     assert_eq!(finished.as_deref(), Some(expected.as_str()));
-    let Some(AgentEvent::Finished(state)) = events.last() else { panic!() };
+    let Some(AgentEvent::Finished(state)) = events.last() else {
+        panic!()
+    };
     assert_eq!(state.messages[2].text(), expected);
 }
 
@@ -526,7 +638,10 @@ async fn max_tokens_prunes_what_is_sent_never_what_is_kept() {
     let state = agent.run(history.clone()).await.unwrap();
     let sent = &model.requests()[0];
     assert_eq!(sent[0], Message::system("sys"));
-    assert_eq!(sent[1], Message::user("[2 earlier messages elided to fit the context budget.]"));
+    assert_eq!(
+        sent[1],
+        Message::user("[2 earlier messages elided to fit the context budget.]")
+    );
     assert_eq!(&sent[2..], &history[2..]);
     assert_eq!(state.messages.len(), 7, "system + five + the answer");
 }
@@ -555,11 +670,19 @@ impl harness_core::agent::Middleware for Recorder {
         Some(call)
     }
 
-    fn after_tool(&self, call: &ToolCall, result: harness_core::Result<String>) -> harness_core::Result<String> {
+    fn after_tool(
+        &self,
+        call: &ToolCall,
+        result: harness_core::Result<String>,
+    ) -> harness_core::Result<String> {
         match result {
             Err(e) => {
                 self.seen_failures.fetch_add(1, Ordering::SeqCst);
-                Ok(format!("recovered from {}: {}", call.name, e.tool_result_text()))
+                Ok(format!(
+                    "recovered from {}: {}",
+                    call.name,
+                    e.tool_result_text()
+                ))
             }
             ok => ok,
         }
@@ -594,12 +717,27 @@ async fn middleware_hooks_shape_what_is_sent_run_and_recorded() {
         .unwrap();
     let state = agent.run("go").await.unwrap();
     // before_model: what is sent, never recorded.
-    assert_eq!(model.requests()[0].last(), Some(&Message::user("(reminder: be brief)")));
-    assert!(state.messages.iter().all(|m| m.text() != "(reminder: be brief)"));
+    assert_eq!(
+        model.requests()[0].last(),
+        Some(&Message::user("(reminder: be brief)"))
+    );
+    assert!(
+        state
+            .messages
+            .iter()
+            .all(|m| m.text() != "(reminder: be brief)")
+    );
     // before_tool rewrote an argument and refused a call; after_tool turned a failure.
     assert_eq!(state.messages[2].text(), "101");
-    assert_eq!(state.messages[3].text(), "recovered from flaky: Error: airline API timed out");
-    assert!(state.messages[4].text().starts_with("Refused before running"));
+    assert_eq!(
+        state.messages[3].text(),
+        "recovered from flaky: Error: airline API timed out"
+    );
+    assert!(
+        state.messages[4]
+            .text()
+            .starts_with("Refused before running")
+    );
     assert_eq!(failures.load(Ordering::SeqCst), 2);
     // after_step returned false after step 2.
     assert_eq!(state.stop_reason, Some(StopReason::Stopped));
@@ -629,14 +767,20 @@ async fn test_model_calls_every_tool_then_summarises() {
         .tool(Flaky)
         .build()
         .unwrap();
-    assert_eq!(only.run("go").await.unwrap().output_text(), r#"{"add":"0"}"#);
+    assert_eq!(
+        only.run("go").await.unwrap().output_text(),
+        r#"{"add":"0"}"#
+    );
 }
 
 #[tokio::test]
 async fn function_model_can_be_async() {
     let model = FunctionModel::from_async(|messages, _tools| async move {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        Ok(CompletionResponse::text(format!("{} messages", messages.len())))
+        Ok(CompletionResponse::text(format!(
+            "{} messages",
+            messages.len()
+        )))
     });
     let agent = Agent::builder().model(model).build().unwrap();
     assert_eq!(agent.run("x").await.unwrap().output_text(), "1 messages");
@@ -644,7 +788,13 @@ async fn function_model_can_be_async() {
 
 #[tokio::test]
 async fn a_scripted_model_that_runs_out_says_so() {
-    let agent = Agent::builder().model(ScriptedModel::new([])).build().unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([]))
+        .build()
+        .unwrap();
     let err = agent.run("x").await.unwrap_err();
-    assert_eq!(err.to_string(), "ScriptedModel ran out of responses at call 1; add more to the script");
+    assert_eq!(
+        err.to_string(),
+        "ScriptedModel ran out of responses at call 1; add more to the script"
+    );
 }

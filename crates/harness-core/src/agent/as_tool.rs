@@ -58,7 +58,10 @@ impl Tool for AgentTool {
             let reason = state.stop_reason.map_or("no reason", |r| r.as_str());
             return Err(Error::tool_failed(
                 &self.spec.name,
-                format!("the {} agent stopped without an answer ({reason})", self.agent.name()),
+                format!(
+                    "the {} agent stopped without an answer ({reason})",
+                    self.agent.name()
+                ),
             ));
         }
         Ok(match state.output {

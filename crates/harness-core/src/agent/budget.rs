@@ -86,6 +86,9 @@ mod tests {
         let err = Budget::new().steps(0).validate().unwrap_err();
         assert_eq!(err.to_string(), "Budget.steps must be at least 1, got 0");
         let err = Budget::new().tokens(0).validate().unwrap_err();
-        assert_eq!(err.to_string(), "Budget.tokens must be at least 1 when set, got 0");
+        assert_eq!(
+            err.to_string(),
+            "Budget.tokens must be at least 1 when set, got 0"
+        );
     }
 }

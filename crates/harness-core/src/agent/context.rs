@@ -266,9 +266,18 @@ mod tests {
     fn validation_names_the_field() {
         assert!(ContextPolicy::new().validate().is_ok());
         for (policy, message) in [
-            (ContextPolicy::new().max_tokens(0), "ContextPolicy.max_tokens must be at least 1 when set, got 0"),
-            (ContextPolicy::new().tool_result_chars(Some(0)), "ContextPolicy.tool_result_chars must be at least 1 when set, got 0"),
-            (ContextPolicy::new().keep_last(0), "ContextPolicy.keep_last must be at least 1, got 0"),
+            (
+                ContextPolicy::new().max_tokens(0),
+                "ContextPolicy.max_tokens must be at least 1 when set, got 0",
+            ),
+            (
+                ContextPolicy::new().tool_result_chars(Some(0)),
+                "ContextPolicy.tool_result_chars must be at least 1 when set, got 0",
+            ),
+            (
+                ContextPolicy::new().keep_last(0),
+                "ContextPolicy.keep_last must be at least 1, got 0",
+            ),
         ] {
             assert_eq!(policy.validate().unwrap_err().to_string(), message);
         }
@@ -292,7 +301,10 @@ mod tests {
         let messages = vec![Message::user("hi")];
         let policy = ContextPolicy::new().max_tokens(100);
         assert!(matches!(policy.prune(&messages), Cow::Borrowed(_)));
-        assert!(matches!(ContextPolicy::new().prune(&messages), Cow::Borrowed(_)));
+        assert!(matches!(
+            ContextPolicy::new().prune(&messages),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]
@@ -300,7 +312,9 @@ mod tests {
         let messages = vec![
             Message::system("sys"),
             Message::user(text(400)),
-            Message::assistant("").with_tool_calls(vec![crate::ToolCall::new("t", serde_json::json!({})).with_id("1")]),
+            Message::assistant("").with_tool_calls(vec![
+                crate::ToolCall::new("t", serde_json::json!({})).with_id("1"),
+            ]),
             Message::tool(text(400), "t").with_call_id("1"),
             Message::assistant(text(40)),
             Message::user(text(8)),
@@ -313,7 +327,10 @@ mod tests {
         // Cut 1 (at the assistant request) is too big; cut 2 is a tool result, skipped;
         // cut 3 fits.
         assert_eq!(view[0], Message::system("sys"));
-        assert_eq!(view[1], Message::user("[3 earlier messages elided to fit the context budget.]"));
+        assert_eq!(
+            view[1],
+            Message::user("[3 earlier messages elided to fit the context budget.]")
+        );
         assert_eq!(&view[2..], &messages[4..]);
     }
 
@@ -327,7 +344,10 @@ mod tests {
         let policy = ContextPolicy::new().max_tokens(10).keep_last(2);
         let view = policy.prune(&messages);
         assert_eq!(view.len(), 3);
-        assert_eq!(view[0].text(), "[1 earlier messages elided to fit the context budget.]");
+        assert_eq!(
+            view[0].text(),
+            "[1 earlier messages elided to fit the context budget.]"
+        );
         let policy = ContextPolicy::new().max_tokens(10).keep_last(4);
         assert_eq!(policy.prune(&messages).as_ref(), messages.as_slice());
     }

@@ -242,7 +242,10 @@ impl Agent {
     /// and reasoning as they arrive, [`AgentEvent::ToolStarted`] and
     /// [`AgentEvent::ToolFinished`], then [`AgentEvent::Finished`] last. An error ends the
     /// stream as its last item.
-    pub fn stream_events(&self, input: impl Into<RunInput>) -> BoxStream<'static, Result<AgentEvent>> {
+    pub fn stream_events(
+        &self,
+        input: impl Into<RunInput>,
+    ) -> BoxStream<'static, Result<AgentEvent>> {
         stream::events(Arc::clone(&self.inner), input.into(), ToolMode::Concurrent)
     }
 

@@ -73,7 +73,9 @@ impl OutputType {
                 let path = path.trim_start_matches('/').replace('/', ".");
                 match error.kind() {
                     ValidationErrorKind::Required { property } => {
-                        let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+                        let name = property
+                            .as_str()
+                            .map_or_else(|| property.to_string(), str::to_owned);
                         if path.is_empty() {
                             format!("{name}: missing")
                         } else {

@@ -286,7 +286,11 @@ mod tests {
             ("[abc", "[abc", true),
         ];
         for (pattern, text, expected) in cases {
-            assert_eq!(Glob::new(pattern).matches(text), expected, "{pattern} ~ {text}");
+            assert_eq!(
+                Glob::new(pattern).matches(text),
+                expected,
+                "{pattern} ~ {text}"
+            );
         }
     }
 

@@ -11,8 +11,8 @@ use tracing::Instrument as _;
 use super::stream::Events;
 use super::{
     AgentEvent, AgentInner, AgentState, DENIED_BY_POLICY, DENIED_BY_USER, Decision,
-    FINAL_ANSWER_ACCEPTED, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput,
-    REFUSED_BY_MIDDLEWARE, RunInput, StopReason, TokenBudgetExceeded, ToolMode,
+    FINAL_ANSWER_ACCEPTED, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput, REFUSED_BY_MIDDLEWARE,
+    RunInput, StopReason, TokenBudgetExceeded, ToolMode,
 };
 use crate::agent::output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
 use crate::error::{Error, Result};
@@ -46,7 +46,9 @@ impl AgentInner {
             "gen_ai.agent.name" = %self.name,
             "gen_ai.request.model" = %self.model_name,
         );
-        self.drive_in_span(input, mode, events).instrument(span).await
+        self.drive_in_span(input, mode, events)
+            .instrument(span)
+            .await
     }
 
     async fn drive_in_span(
@@ -68,7 +70,10 @@ impl AgentInner {
         }
         let ctx = Ctx::new().with_raw_deps(deps);
         let paused = std::mem::take(&mut state.paused);
-        if let Some(pending) = self.settle(&mut transcript, paused, &ctx, mode, events).await? {
+        if let Some(pending) = self
+            .settle(&mut transcript, paused, &ctx, mode, events)
+            .await?
+        {
             return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
         }
 
@@ -126,11 +131,21 @@ impl AgentInner {
                     paused: Vec::new(),
                 };
                 if !middleware.after_step(step, &snapshot) {
-                    return Ok(self.finish(transcript, Value::from(""), StopReason::Stopped, Vec::new()));
+                    return Ok(self.finish(
+                        transcript,
+                        Value::from(""),
+                        StopReason::Stopped,
+                        Vec::new(),
+                    ));
                 }
             }
         }
-        Ok(self.finish(transcript, Value::from(""), StopReason::StepBudget, Vec::new()))
+        Ok(self.finish(
+            transcript,
+            Value::from(""),
+            StopReason::StepBudget,
+            Vec::new(),
+        ))
     }
 
     /// One model call: middleware's view, then the context policy's, then the model,
@@ -197,8 +212,8 @@ impl AgentInner {
             *total
         };
         match self.budget.max_tokens() {
-            Some(budget) if total.total_tokens > budget => Err(Error::TokenBudgetExceeded(
-                Box::new(TokenBudgetExceeded {
+            Some(budget) if total.total_tokens > budget => {
+                Err(Error::TokenBudgetExceeded(Box::new(TokenBudgetExceeded {
                     agent_name: self.name.clone(),
                     usage: total,
                     budget,
@@ -209,8 +224,8 @@ impl AgentInner {
                         stop_reason: Some(StopReason::TokenBudget),
                         paused: Vec::new(),
                     },
-                }),
-            )),
+                })))
+            }
             _ => Ok(()),
         }
     }
@@ -218,7 +233,11 @@ impl AgentInner {
     /// Checks a `final_answer` call. Accepted: its value, with every call of the turn
     /// answered so the transcript stays valid. Refused: every bad field goes back to the model
     /// as the call's result, in one message.
-    fn accept_final_answer(&self, transcript: &mut Transcript, calls: &[ToolCall]) -> Option<Value> {
+    fn accept_final_answer(
+        &self,
+        transcript: &mut Transcript,
+        calls: &[ToolCall],
+    ) -> Option<Value> {
         let output = self.output.as_ref()?;
         let position = calls.iter().position(|c| c.name == FINAL_TOOL)?;
         let value = calls[position].arguments_value();
@@ -248,8 +267,10 @@ impl AgentInner {
         let mut results: Vec<Option<String>> = vec![None; calls.len()];
         let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
         let mut asks: Vec<(usize, ToolCall)> = Vec::new();
-        let originals: Vec<(String, Option<String>)> =
-            calls.iter().map(|c| (c.name.clone(), c.id.clone())).collect();
+        let originals: Vec<(String, Option<String>)> = calls
+            .iter()
+            .map(|c| (c.name.clone(), c.id.clone()))
+            .collect();
         for (i, call) in calls.into_iter().enumerate() {
             let call = match &self.middleware {
                 Some(middleware) => match middleware.before_tool(call) {
@@ -392,8 +413,10 @@ impl AgentInner {
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Result<Option<Vec<PendingHumanInput>>> {
-        let approvals: Vec<PendingHumanInput> =
-            paused.into_iter().filter(PendingHumanInput::needs_approval).collect();
+        let approvals: Vec<PendingHumanInput> = paused
+            .into_iter()
+            .filter(PendingHumanInput::needs_approval)
+            .collect();
         if approvals.is_empty() {
             return Ok(None);
         }
@@ -407,7 +430,10 @@ impl AgentInner {
         let mut results: Vec<(ToolCall, Option<String>)> = Vec::new();
         let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
         for (i, pending) in approvals.into_iter().enumerate() {
-            let mut call = ToolCall::new(pending.name, Value::Object(pending.arguments.unwrap_or_default()));
+            let mut call = ToolCall::new(
+                pending.name,
+                Value::Object(pending.arguments.unwrap_or_default()),
+            );
             call.id = pending.call_id;
             if pending.approved == Some(true) {
                 runs.push((i, call.clone(), Gate::Open));
@@ -502,9 +528,8 @@ fn insert_in_call_order(transcript: &mut Vec<Message>, new: impl Iterator<Item =
     let request_at = transcript
         .iter()
         .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty());
-    let tail_is_results = request_at.is_some_and(|at| {
-        transcript[at + 1..].iter().all(|m| m.role == Role::Tool)
-    });
+    let tail_is_results =
+        request_at.is_some_and(|at| transcript[at + 1..].iter().all(|m| m.role == Role::Tool));
     transcript.extend(new);
     let Some(at) = request_at.filter(|_| tail_is_results) else {
         return;

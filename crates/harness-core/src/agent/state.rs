@@ -21,7 +21,7 @@ pub enum StopReason {
     /// A call waits for a human: see [`AgentState::paused`].
     Paused,
     /// The token budget was crossed (carried by
-    /// [`Error::TokenBudgetExceeded`](crate::Error::TokenBudgetExceeded)).
+    /// [`Error::TokenBudgetExceeded`]).
     TokenBudget,
     /// The model stopped for another reason than finishing (its output limit, a filter).
     Truncated,
@@ -350,15 +350,18 @@ mod tests {
         let all = paused().reject(None).unwrap();
         assert!(all.paused.iter().all(|p| p.approved == Some(false)));
         let err = paused().approve(Some("zzz")).unwrap_err();
-        assert_eq!(err.to_string(), "no paused call to resolve with call_id 'zzz'");
+        assert_eq!(
+            err.to_string(),
+            "no paused call to resolve with call_id 'zzz'"
+        );
         let err = AgentState::new().approve(None).unwrap_err();
         assert_eq!(err.to_string(), "no paused call to resolve");
     }
 
     #[test]
     fn unknown_keys_are_named_sorted_and_missing_ones_default() {
-        let err = AgentState::from_value(json!({"zeta": 1, "alpha": 2, "messages": []}))
-            .unwrap_err();
+        let err =
+            AgentState::from_value(json!({"zeta": 1, "alpha": 2, "messages": []})).unwrap_err();
         assert_eq!(
             err.to_string(),
             "unknown state keys: alpha, zeta. An agent owns its own state - keep a graph's \
@@ -369,7 +372,10 @@ mod tests {
         assert_eq!(state.usage, TokenUsage::default());
         assert_eq!(state.stop_reason, None);
         let err = AgentState::from_value(json!(3)).unwrap_err();
-        assert!(err.to_string().starts_with("cannot build agent state from a number"));
+        assert!(
+            err.to_string()
+                .starts_with("cannot build agent state from a number")
+        );
     }
 
     #[test]
@@ -384,7 +390,10 @@ mod tests {
             ..AgentState::default()
         };
         assert!(state.answered());
-        assert_eq!(state.output_as::<Weather>().unwrap(), Weather { celsius: 22 });
+        assert_eq!(
+            state.output_as::<Weather>().unwrap(),
+            Weather { celsius: 22 }
+        );
         assert!(state.output_as::<String>().is_err());
         assert_eq!(state.output_text(), "");
     }
