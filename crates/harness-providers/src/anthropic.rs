@@ -1,0 +1,607 @@
+//! Anthropic's Messages API.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use harness_core::{
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
+    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+    content::merge_blocks,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::http::{HttpClient, HttpConfig, RetryPolicy};
+use crate::openai::env_nonempty;
+use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
+use crate::wire::Text;
+
+const VERSION: &str = "2023-06-01";
+
+/// A Claude model behind Anthropic's Messages API.
+///
+/// Thinking comes back as [`Thinking`] blocks with their signature, and is replayed with its
+/// turn (Anthropic requires it after a tool call); unsigned thinking is not sent.
+/// `cache_prompt` puts cache breakpoints on the system prompt and the last tool, the part of
+/// an agent's request that repeats every turn.
+///
+/// ```no_run
+/// use harness_providers::Anthropic;
+/// use harness_core::ReasoningLevel;
+///
+/// let model = Anthropic::builder("claude-sonnet-4-20250514")
+///     .reasoning_effort(ReasoningLevel::Low)
+///     .cache_prompt(true)
+///     .build()?;
+/// # Ok::<(), harness_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    client: HttpClient,
+    model: String,
+    max_tokens: u32,
+    reasoning_effort: Option<ReasoningLevel>,
+    cache_prompt: bool,
+}
+
+/// Builds an [`Anthropic`] model.
+#[derive(Debug, Clone)]
+#[must_use = "call build() to get the model"]
+pub struct AnthropicBuilder {
+    model: String,
+    api_key: Option<String>,
+    base_url: Option<String>,
+    max_tokens: u32,
+    reasoning_effort: Option<ReasoningLevel>,
+    cache_prompt: bool,
+    max_concurrency: Option<usize>,
+    timeout: Option<Duration>,
+    retry: RetryPolicy,
+}
+
+impl Anthropic {
+    /// `model`, with the key from `ANTHROPIC_API_KEY` and the base URL from
+    /// `ANTHROPIC_BASE_URL` when set.
+    ///
+    /// # Errors
+    /// As [`AnthropicBuilder::build`].
+    pub fn new(model: impl Into<String>) -> Result<Self> {
+        Self::builder(model).build()
+    }
+
+    /// A builder for `model`.
+    pub fn builder(model: impl Into<String>) -> AnthropicBuilder {
+        AnthropicBuilder {
+            model: model.into(),
+            api_key: None,
+            base_url: None,
+            max_tokens: 4096,
+            reasoning_effort: None,
+            cache_prompt: false,
+            max_concurrency: None,
+            timeout: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The request body for `messages` and `tools`.
+    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.as_str()));
+        let mut max_tokens = self.max_tokens;
+        let mut thinking = None;
+        if let Some(level) = self.reasoning_effort {
+            let budget = level.budget_tokens();
+            max_tokens = max_tokens.max(budget + 1024);
+            thinking = Some(json!({"type": "enabled", "budget_tokens": budget}));
+        }
+        body.insert("max_tokens".into(), Value::from(max_tokens));
+        let (system, wire_messages) = messages_to_wire(messages);
+        body.insert("messages".into(), Value::Array(wire_messages));
+        if let Some(system) = system {
+            let system = if self.cache_prompt {
+                json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}])
+            } else {
+                Value::from(system)
+            };
+            body.insert("system".into(), system);
+        }
+        if !tools.is_empty() {
+            let mut wire_tools: Vec<Value> = tools.iter().map(tool_to_wire).collect();
+            if self.cache_prompt
+                && let Some(Value::Object(last)) = wire_tools.last_mut()
+            {
+                last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            }
+            body.insert("tools".into(), Value::Array(wire_tools));
+        }
+        if let Some(thinking) = thinking {
+            body.insert("thinking".into(), thinking);
+        }
+        if stream {
+            body.insert("stream".into(), Value::Bool(true));
+        }
+        Value::Object(body)
+    }
+}
+
+impl AnthropicBuilder {
+    /// The API key; without one, `ANTHROPIC_API_KEY` is read. No `x-api-key` header is sent
+    /// when there is none.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Another base URL; `ANTHROPIC_BASE_URL` is read otherwise.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// The output cap Anthropic requires (default 4096); raised to fit a thinking budget.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Extended thinking with the level's token budget.
+    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
+        self.reasoning_effort = Some(level);
+        self
+    }
+
+    /// Cache breakpoints on the system prompt and the last tool.
+    pub fn cache_prompt(mut self, on: bool) -> Self {
+        self.cache_prompt = on;
+        self
+    }
+
+    /// At most this many requests in flight.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n);
+        self
+    }
+
+    /// The overall timeout of a request (default 600 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// How failures are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The model.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for `max_tokens` 0, `max_concurrency` 0 or a key that is not
+    /// a valid header.
+    pub fn build(self) -> Result<Anthropic> {
+        if self.max_tokens == 0 {
+            return Err(Error::configuration("Anthropic max_tokens must be at least 1, got 0"));
+        }
+        let base_url = self
+            .base_url
+            .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
+            .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
+        let mut config = HttpConfig::new("anthropic", base_url);
+        if let Some(key) = self.api_key.or_else(|| env_nonempty("ANTHROPIC_API_KEY")).filter(|k| !k.is_empty()) {
+            config.headers.push(("x-api-key".into(), key));
+        }
+        config.headers.push(("anthropic-version".into(), VERSION.into()));
+        config.max_concurrency = self.max_concurrency;
+        config.retry = self.retry;
+        if let Some(t) = self.timeout {
+            config.timeout = t;
+        }
+        Ok(Anthropic {
+            client: HttpClient::new(config)?,
+            model: self.model,
+            max_tokens: self.max_tokens,
+            reasoning_effort: self.reasoning_effort,
+            cache_prompt: self.cache_prompt,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for Anthropic {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let body = self.request_body(messages, tools, false);
+        let answer = self.client.post_json("/messages", &body).await?;
+        parse_response(&answer)
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        rest::stream(
+            &self.client,
+            StreamRequest {
+                path: "/messages".into(),
+                body: self.request_body(messages, tools, true),
+                query: Vec::new(),
+                accumulator: MessagesAccumulator::default(),
+            },
+        )
+    }
+
+    fn name(&self) -> String {
+        format!("anthropic:{}", self.model)
+    }
+}
+
+fn tool_to_wire(tool: &ToolSpec) -> Value {
+    let schema = if tool.parameters.is_object() {
+        tool.parameters.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    json!({"name": tool.name, "description": tool.description, "input_schema": schema})
+}
+
+/// The system prompt (every system message's text, joined) and the messages in Messages API
+/// form; consecutive tool results travel in one user message.
+fn messages_to_wire(messages: &[Message]) -> (Option<String>, Vec<Value>) {
+    let mut system: Vec<String> = Vec::new();
+    let mut wire: Vec<Value> = Vec::new();
+    let mut open_results: Option<Vec<Value>> = None;
+    let flush = |wire: &mut Vec<Value>, open: &mut Option<Vec<Value>>| {
+        if let Some(results) = open.take() {
+            wire.push(json!({"role": "user", "content": results}));
+        }
+    };
+    for message in messages {
+        match message.role {
+            Role::System => system.push(message.content.text().into_owned()),
+            Role::Tool => open_results.get_or_insert_with(Vec::new).push(json!({
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id.as_deref().unwrap_or(""),
+                "content": message.content.text(),
+            })),
+            Role::Assistant if !message.tool_calls.is_empty() => {
+                flush(&mut wire, &mut open_results);
+                let mut content = blocks_to_wire(&message.content);
+                content.extend(message.tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "tool_use",
+                        "id": call.id.as_deref().unwrap_or(""),
+                        "name": call.name,
+                        "input": Value::Object(call.arguments.clone()),
+                    })
+                }));
+                wire.push(json!({"role": "assistant", "content": content}));
+            }
+            role => {
+                flush(&mut wire, &mut open_results);
+                wire.push(json!({"role": role.as_str(), "content": content_to_wire(&message.content)}));
+            }
+        }
+    }
+    flush(&mut wire, &mut open_results);
+    let system = (!system.is_empty()).then(|| system.join("\n"));
+    (system, wire)
+}
+
+fn content_to_wire(content: &Content) -> Value {
+    match content {
+        Content::Text(text) => Value::from(text.as_str()),
+        Content::Blocks(_) => Value::Array(blocks_to_wire(content)),
+    }
+}
+
+fn blocks_to_wire(content: &Content) -> Vec<Value> {
+    content
+        .blocks()
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text(t) if t.text.is_empty() => None,
+            Block::Text(t) => Some(json!({"type": "text", "text": t.text})),
+            Block::Thinking(Thinking { text, signature: Some(signature) }) => {
+                Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+            }
+            Block::Thinking(_) => None,
+            Block::Image(image) => Some(match image.url() {
+                Some(url) => json!({"type": "image", "source": {"type": "url", "url": url}}),
+                None => json!({"type": "image", "source": {
+                    "type": "base64",
+                    "media_type": image.media_type().unwrap_or("image/png"),
+                    "data": image.data().unwrap_or_default(),
+                }}),
+            }),
+            Block::Document(doc) => Some(json!({"type": "document", "source": {
+                "type": "base64", "media_type": doc.media_type, "data": doc.data,
+            }})),
+        })
+        .collect()
+}
+
+fn stop_reason(value: &str) -> FinishReason {
+    match value {
+        "end_turn" | "stop_sequence" | "tool_use" => FinishReason::Stop,
+        "max_tokens" => FinishReason::Length,
+        "refusal" => FinishReason::Filtered,
+        _ => FinishReason::Other,
+    }
+}
+
+/// Anthropic's counts, merged key by key: a key present replaces, an absent one keeps.
+#[derive(Default, Clone, Copy)]
+struct UsageParts {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+}
+
+impl UsageParts {
+    fn merge(&mut self, usage: &Value) {
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+        self.input = count("input_tokens").or(self.input);
+        self.output = count("output_tokens").or(self.output);
+        self.cache_read = count("cache_read_input_tokens").or(self.cache_read);
+        self.cache_write = count("cache_creation_input_tokens").or(self.cache_write);
+    }
+
+    fn seen(&self) -> bool {
+        self.input.is_some() || self.output.is_some()
+    }
+
+    /// Anthropic's `input_tokens` leaves out what was read from or written to the cache;
+    /// the prompt count here puts them back, so cached tokens stay inside it as everywhere
+    /// else.
+    fn usage(&self) -> TokenUsage {
+        let (read, write) = (self.cache_read.unwrap_or(0), self.cache_write.unwrap_or(0));
+        let prompt = self.input.unwrap_or(0) + read + write;
+        let completion = self.output.unwrap_or(0);
+        TokenUsage::new(prompt, completion, prompt + completion)
+            .with_cached(read)
+            .with_cache_write(write)
+    }
+}
+
+/// Reads a non-streamed Messages answer.
+///
+/// # Errors
+/// [`Error::Provider`] naming what a required part of the answer lacks.
+pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
+    let content = required("Anthropic", answer, "content")?;
+    let mut blocks = Vec::new();
+    let mut calls = Vec::new();
+    for block in content.as_array().into_iter().flatten() {
+        let kind = required("Anthropic", block, "type")?.as_str().unwrap_or_default();
+        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "text" if !text("text").is_empty() => blocks.push(Block::text(text("text"))),
+            "thinking" if !text("thinking").is_empty() => {
+                let thinking = match block.get("signature").and_then(Value::as_str) {
+                    Some(signature) => Thinking::signed(text("thinking"), signature),
+                    None => Thinking::new(text("thinking")),
+                };
+                blocks.push(thinking.into());
+            }
+            "tool_use" if !text("name").is_empty() => {
+                let input = block.get("input").cloned().unwrap_or(Value::Object(Map::new()));
+                let mut call = ToolCall::new(text("name"), input);
+                if !text("id").is_empty() {
+                    call = call.with_id(text("id"));
+                }
+                calls.push(call);
+            }
+            _ => {}
+        }
+    }
+    let mut response = CompletionResponse::from_blocks(blocks)
+        .with_tool_calls(calls)
+        .with_finish_reason(
+            answer
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .map_or(FinishReason::Stop, stop_reason),
+        );
+    if let Some(usage) = answer.get("usage").filter(|u| u.as_object().is_some_and(|m| !m.is_empty())) {
+        let mut parts = UsageParts::default();
+        parts.merge(usage);
+        response = response.with_usage(parts.usage());
+    }
+    Ok(response)
+}
+
+// Streaming ----------------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(borrow, default)]
+    content_block: Option<BlockStart<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<DeltaBody<'a>>,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct BlockStart<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Text<'a>,
+    #[serde(borrow, default)]
+    name: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(borrow, rename = "type", default)]
+    kind: Text<'a>,
+    #[serde(borrow, default)]
+    text: Text<'a>,
+    #[serde(borrow, default)]
+    thinking: Text<'a>,
+    #[serde(borrow, default)]
+    signature: Text<'a>,
+    #[serde(borrow, default)]
+    partial_json: Text<'a>,
+    #[serde(borrow, default)]
+    stop_reason: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+enum Slot {
+    Content { thinking: bool, text: String, signature: Option<String> },
+    Tool { id: String, name: String, arguments: String },
+}
+
+/// Assembles a Messages stream: content slots by index, tool slots in order, usage merged
+/// from `message_start` and `message_delta`.
+#[derive(Default)]
+pub(crate) struct MessagesAccumulator {
+    slots: Vec<(usize, Slot)>,
+    usage: UsageParts,
+    finish: Option<FinishReason>,
+}
+
+impl MessagesAccumulator {
+    fn slot(&mut self, index: usize, thinking: bool) -> &mut Slot {
+        let at = match self.slots.iter().position(|(i, _)| *i == index) {
+            Some(at) => at,
+            None => {
+                let slot = Slot::Content { thinking, text: String::new(), signature: None };
+                self.slots.push((index, slot));
+                self.slots.len() - 1
+            }
+        };
+        &mut self.slots[at].1
+    }
+}
+
+impl Accumulator for MessagesAccumulator {
+    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let event: Event<'_> = serde_json::from_str(data).map_err(|e| {
+            Error::from(ProviderError::new("anthropic", format!("unreadable stream event: {e}")).with_body(data))
+        })?;
+        let index = event.index.unwrap_or(0);
+        match event.kind.as_ref() {
+            "content_block_start" => {
+                let Some(block) = event.content_block else { return Ok(()) };
+                let slot = match block.kind.as_ref() {
+                    "tool_use" => Slot::Tool {
+                        id: block.id.map(Cow::into_owned).unwrap_or_default(),
+                        name: block.name.map(Cow::into_owned).unwrap_or_default(),
+                        arguments: String::new(),
+                    },
+                    "text" => Slot::Content { thinking: false, text: String::new(), signature: None },
+                    "thinking" => Slot::Content { thinking: true, text: String::new(), signature: None },
+                    _ => return Ok(()), // server-side tool blocks are the vendor's business
+                };
+                self.slots.retain(|(i, _)| *i != index);
+                self.slots.push((index, slot));
+            }
+            "content_block_delta" => {
+                let Some(delta) = event.delta else { return Ok(()) };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => {
+                        if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                            if let Slot::Content { text: acc, .. } = self.slot(index, false) {
+                                acc.push_str(&text);
+                            }
+                            emit(LlmEvent::TextDelta(text.into_owned()));
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                            if let Slot::Content { text: acc, .. } = self.slot(index, true) {
+                                acc.push_str(&text);
+                            }
+                            emit(LlmEvent::ThinkingDelta(text.into_owned()));
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let (Some(piece), Slot::Content { signature, .. }) =
+                            (delta.signature, self.slot(index, true))
+                        {
+                            signature.get_or_insert_with(String::new).push_str(&piece);
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        let tool = self.slots.iter_mut().find(|(i, _)| *i == index);
+                        if let (Some(piece), Some((_, Slot::Tool { arguments, .. }))) =
+                            (delta.partial_json, tool)
+                        {
+                            arguments.push_str(&piece);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_start" => {
+                if let Some(usage) = event.message.and_then(|m| m.usage) {
+                    self.usage.merge(&usage);
+                }
+            }
+            "message_delta" => {
+                if let Some(usage) = &event.usage {
+                    self.usage.merge(usage);
+                }
+                if let Some(reason) = event.delta.and_then(|d| d.stop_reason) {
+                    self.finish = Some(stop_reason(&reason));
+                }
+            }
+            "error" => {
+                let error = event.error.unwrap_or(Value::Null);
+                let message = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
+                let mut failure = ProviderError::new("anthropic", message.to_owned()).with_body(data);
+                if let Some(kind) = error.get("type").and_then(Value::as_str) {
+                    failure = failure.with_error_type(kind);
+                }
+                return Err(failure.into());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<CompletionResponse> {
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.sort_by_key(|(i, _)| *i);
+        let mut blocks = Vec::new();
+        let mut calls = Vec::new();
+        for (_, slot) in slots {
+            match slot {
+                Slot::Content { text, .. } if text.is_empty() => {}
+                Slot::Content { thinking: false, text, .. } => blocks.push(Block::text(text)),
+                Slot::Content { thinking: true, text, signature } => blocks.push(Block::from(Thinking { text, signature })),
+                Slot::Tool { name, .. } if name.is_empty() => {}
+                Slot::Tool { id, name, arguments } => {
+                    let call = ToolCall::new(name, lenient_arguments(&arguments));
+                    calls.push(if id.is_empty() { call } else { call.with_id(id) });
+                }
+            }
+        }
+        let mut response = CompletionResponse::from_blocks(merge_blocks(blocks))
+            .with_tool_calls(calls)
+            .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
+        if self.usage.seen() {
+            response = response.with_usage(self.usage.usage());
+        }
+        Ok(response)
+    }
+}

@@ -1,0 +1,170 @@
+//! Choosing a model from the environment, so a first program runs anywhere.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_core::testing::TestModel;
+use harness_core::{Error, Llm, Result};
+
+use crate::openai::{OpenAiBuilder, Service, env_nonempty};
+use crate::{
+    Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
+    OpenAi, OpenRouter, Together, Vllm, Xai,
+};
+
+/// The model [`model_from_env`] chose, and why.
+#[derive(Clone)]
+pub struct ModelChoice {
+    /// The model.
+    pub model: Arc<dyn Llm>,
+    /// Why it was chosen, in a sentence fit to show the user.
+    pub reason: String,
+}
+
+impl std::fmt::Debug for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelChoice")
+            .field("model", &self.model.name())
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+/// Providers with a key in the environment, in the order they are preferred, with the model
+/// used when only the key is given.
+const KEYED: &[(&str, &str, &str)] = &[
+    ("OPENAI_API_KEY", "openai", "gpt-4o-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic", "claude-3-5-haiku-latest"),
+    ("GEMINI_API_KEY", "gemini", "gemini-2.5-flash"),
+    ("GOOGLE_API_KEY", "gemini", "gemini-2.5-flash"),
+    ("GROQ_API_KEY", "groq", "llama-3.3-70b-versatile"),
+    ("MISTRAL_API_KEY", "mistral", "mistral-small-latest"),
+    ("DEEPSEEK_API_KEY", "deepseek", "deepseek-chat"),
+    ("OPENROUTER_API_KEY", "openrouter", "openai/gpt-4o-mini"),
+    ("TOGETHER_API_KEY", "together", "meta-llama/Llama-3.3-70B-Instruct-Turbo"),
+    ("FIREWORKS_API_KEY", "fireworks", "accounts/fireworks/models/llama-v3p3-70b-instruct"),
+    ("CEREBRAS_API_KEY", "cerebras", "llama-3.3-70b"),
+    ("XAI_API_KEY", "xai", "grok-3-mini"),
+];
+
+/// Local servers probed on loopback, in order.
+const LOCAL: &[(Service, u16)] = &[
+    (Ollama::SERVICE, 11434),
+    (LlamaCpp::SERVICE, 8080),
+    (LmStudio::SERVICE, 1234),
+    (Vllm::SERVICE, 8000),
+];
+
+/// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
+/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
+/// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
+/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
+///
+/// # Errors
+/// [`Error::Configuration`] for an unknown provider or a string without a model.
+pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
+    if spec.trim() == "test" {
+        return Ok(Arc::new(TestModel::new()));
+    }
+    let Some((provider, model)) = spec.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
+        return Err(Error::configuration(format!(
+            "model '{spec}' is not of the form provider:model, e.g. openai:gpt-4o-mini"
+        )));
+    };
+    let model = model.trim();
+    let compatible = |builder: OpenAiBuilder| -> Result<Arc<dyn Llm>> { Ok(Arc::new(builder.build()?)) };
+    match provider.trim() {
+        "openai" => compatible(OpenAi::builder(model)),
+        "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
+        "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
+        "groq" => compatible(Groq::builder(model)),
+        "together" => compatible(Together::builder(model)),
+        "deepseek" => compatible(DeepSeek::builder(model)),
+        "mistral" => compatible(Mistral::builder(model)),
+        "xai" => compatible(Xai::builder(model)),
+        "openrouter" => compatible(OpenRouter::builder(model)),
+        "fireworks" => compatible(Fireworks::builder(model)),
+        "cerebras" => compatible(Cerebras::builder(model)),
+        "ollama" => compatible(Ollama::builder(model)),
+        "vllm" => compatible(Vllm::builder(model)),
+        "lmstudio" => compatible(LmStudio::builder(model)),
+        "llamacpp" => compatible(LlamaCpp::builder(model)),
+        other => Err(Error::configuration(format!(
+            "unknown provider '{other}' in '{spec}'; use one of openai, anthropic, gemini, groq, \
+             together, deepseek, mistral, xai, openrouter, fireworks, cerebras, ollama, vllm, \
+             lmstudio, llamacpp, or test"
+        ))),
+    }
+}
+
+/// The model a program should use when it names none:
+///
+/// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
+/// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, then the
+///    gateways), with a small default model;
+/// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM),
+///    with the first model it lists;
+/// 4. else the offline [`TestModel`], and the reason says so.
+///
+/// # Errors
+/// [`Error::Configuration`] when `DEEPHARNESS_MODEL` is set but not usable.
+pub fn model_from_env() -> Result<ModelChoice> {
+    if let Some(spec) = env_nonempty("DEEPHARNESS_MODEL") {
+        return Ok(ModelChoice {
+            model: model_from_spec(&spec)?,
+            reason: format!("DEEPHARNESS_MODEL is {spec}"),
+        });
+    }
+    for (var, provider, model) in KEYED {
+        if env_nonempty(var).is_some() {
+            return Ok(ModelChoice {
+                model: model_from_spec(&format!("{provider}:{model}"))?,
+                reason: format!("{var} is set; using {provider}:{model} (set DEEPHARNESS_MODEL to choose)"),
+            });
+        }
+    }
+    for (service, port) in LOCAL {
+        if let Some(model) = probe_local(*port) {
+            let built = OpenAiBuilder::for_service(*service, model.clone()).build()?;
+            return Ok(ModelChoice {
+                model: Arc::new(built),
+                reason: format!("a {} server answers on 127.0.0.1:{port}; using {model}", service.id),
+            });
+        }
+    }
+    Ok(ModelChoice {
+        model: Arc::new(TestModel::new()),
+        reason: "no provider is configured (no DEEPHARNESS_MODEL, no API key, no local server); \
+                 using the offline TestModel"
+            .to_owned(),
+    })
+}
+
+/// Asks a loopback OpenAI-compatible server for its models; the first one's id, or
+/// `default` when it answers without a list.
+fn probe_local(port: u16) -> Option<String> {
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_millis(150)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_millis(800))).ok()?;
+    stream.set_write_timeout(Some(Duration::from_millis(300))).ok()?;
+    let request = format!("GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    stream.take(1 << 20).read_to_end(&mut answer).ok()?;
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.") || !head.split_whitespace().nth(1).is_some_and(|s| s == "200") {
+        return None;
+    }
+    let listed = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
+        v.get("data")?
+            .as_array()?
+            .first()?
+            .get("id")?
+            .as_str()
+            .map(str::to_owned)
+    });
+    Some(listed.unwrap_or_else(|| "default".to_owned()))
+}

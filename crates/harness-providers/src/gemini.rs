@@ -1,0 +1,430 @@
+//! Google's Gemini API: `generateContent` and `streamGenerateContent` (SSE).
+
+use std::time::Duration;
+
+use harness_core::{
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
+    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+};
+use serde_json::{Map, Value, json};
+
+use crate::http::{HttpClient, HttpConfig, RetryPolicy};
+use crate::openai::env_nonempty;
+use crate::rest::{self, Accumulator, StreamRequest, required};
+
+/// A Gemini model.
+///
+/// System messages travel as `systemInstruction`; all tools in one `functionDeclarations`
+/// entry, each with its full JSON Schema (`parameters_json_schema`); a function call's
+/// `thoughtSignature` is kept as a signed, empty [`Thinking`] block of its turn and replayed
+/// on the turn's first call, as Gemini requires. Images and documents go inline; an image
+/// given by URL is refused, since Gemini cannot fetch it.
+///
+/// ```no_run
+/// use harness_providers::Gemini;
+///
+/// let model = Gemini::new("gemini-2.5-flash")?;
+/// # Ok::<(), harness_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Gemini {
+    client: HttpClient,
+    model: String,
+    reasoning_effort: Option<ReasoningLevel>,
+}
+
+/// Builds a [`Gemini`] model.
+#[derive(Debug, Clone)]
+#[must_use = "call build() to get the model"]
+pub struct GeminiBuilder {
+    model: String,
+    api_key: Option<String>,
+    base_url: Option<String>,
+    reasoning_effort: Option<ReasoningLevel>,
+    max_concurrency: Option<usize>,
+    timeout: Option<Duration>,
+    retry: RetryPolicy,
+}
+
+impl Gemini {
+    /// `model`, with the key from `GEMINI_API_KEY` (or `GOOGLE_API_KEY`).
+    ///
+    /// # Errors
+    /// As [`GeminiBuilder::build`].
+    pub fn new(model: impl Into<String>) -> Result<Self> {
+        Self::builder(model).build()
+    }
+
+    /// A builder for `model`.
+    pub fn builder(model: impl Into<String>) -> GeminiBuilder {
+        GeminiBuilder {
+            model: model.into(),
+            api_key: None,
+            base_url: None,
+            reasoning_effort: None,
+            max_concurrency: None,
+            timeout: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The request body for `messages` and `tools`.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for an image given only by URL.
+    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Value> {
+        let mut body = Map::new();
+        let (system, contents) = messages_to_wire(messages)?;
+        body.insert("contents".into(), Value::Array(contents));
+        if let Some(system) = system {
+            body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+        }
+        if !tools.is_empty() {
+            let declarations: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters_json_schema": t.parameters,
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        }
+        if let Some(level) = self.reasoning_effort {
+            body.insert(
+                "generationConfig".into(),
+                json!({"thinkingConfig": {"thinkingBudget": level.budget_tokens()}}),
+            );
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+impl GeminiBuilder {
+    /// The API key; without one, `GEMINI_API_KEY` then `GOOGLE_API_KEY` are read. It is
+    /// sent as the `x-goog-api-key` header, never in the URL.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Another base URL (default `https://generativelanguage.googleapis.com/v1beta`).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// A thinking budget from the level.
+    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
+        self.reasoning_effort = Some(level);
+        self
+    }
+
+    /// At most this many requests in flight.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n);
+        self
+    }
+
+    /// The overall timeout of a request (default 600 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// How failures are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The model.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
+    pub fn build(self) -> Result<Gemini> {
+        let base_url = self
+            .base_url
+            .unwrap_or_else(|| "https://generativelanguage.googleapis.com/v1beta".to_owned());
+        let mut config = HttpConfig::new("gemini", base_url);
+        let key = self
+            .api_key
+            .or_else(|| env_nonempty("GEMINI_API_KEY"))
+            .or_else(|| env_nonempty("GOOGLE_API_KEY"))
+            .filter(|k| !k.is_empty());
+        if let Some(key) = key {
+            config.headers.push(("x-goog-api-key".into(), key));
+        }
+        config.max_concurrency = self.max_concurrency;
+        config.retry = self.retry;
+        if let Some(t) = self.timeout {
+            config.timeout = t;
+        }
+        Ok(Gemini {
+            client: HttpClient::new(config)?,
+            model: self.model,
+            reasoning_effort: self.reasoning_effort,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for Gemini {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let body = self.request_body(messages, tools)?;
+        let path = format!("/models/{}:generateContent", self.model);
+        let answer = self.client.post_json(&path, &body).await?;
+        parse_response(&answer)
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        let body = match self.request_body(messages, tools) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(futures_util::stream::once(async { Err(e) })),
+        };
+        rest::stream(
+            &self.client,
+            StreamRequest {
+                path: format!("/models/{}:streamGenerateContent", self.model),
+                body,
+                query: vec![("alt", "sse")],
+                accumulator: ContentAccumulator::default(),
+            },
+        )
+    }
+
+    fn name(&self) -> String {
+        format!("gemini:{}", self.model)
+    }
+}
+
+fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)> {
+    let mut system: Vec<String> = Vec::new();
+    let mut contents: Vec<Value> = Vec::new();
+    let mut responses: Option<Vec<Value>> = None;
+    let flush = |contents: &mut Vec<Value>, open: &mut Option<Vec<Value>>| {
+        if let Some(parts) = open.take() {
+            contents.push(json!({"role": "user", "parts": parts}));
+        }
+    };
+    for message in messages {
+        match message.role {
+            Role::System => system.push(message.content.text().into_owned()),
+            Role::Tool => {
+                let mut response = json!({
+                    "name": message.name.as_deref().unwrap_or(""),
+                    "response": {"result": message.content.text()},
+                });
+                if let Some(id) = &message.tool_call_id {
+                    response["id"] = Value::from(id.as_str());
+                }
+                responses
+                    .get_or_insert_with(Vec::new)
+                    .push(json!({"functionResponse": response}));
+            }
+            Role::Assistant => {
+                flush(&mut contents, &mut responses);
+                let mut signature = signature_of(&message.content);
+                let mut parts = parts_of(&message.content)?;
+                for call in &message.tool_calls {
+                    let mut function_call = json!({"name": call.name, "args": Value::Object(call.arguments.clone())});
+                    if let Some(id) = &call.id {
+                        function_call["id"] = Value::from(id.as_str());
+                    }
+                    let mut part = json!({"functionCall": function_call});
+                    if let Some(sig) = signature.take() {
+                        part["thoughtSignature"] = Value::from(sig);
+                    }
+                    parts.push(part);
+                }
+                if let (Some(sig), Some(Value::Object(first))) = (signature, parts.first_mut()) {
+                    first.insert("thoughtSignature".into(), Value::from(sig));
+                }
+                contents.push(json!({"role": "model", "parts": parts}));
+            }
+            Role::User => {
+                flush(&mut contents, &mut responses);
+                contents.push(json!({"role": "user", "parts": parts_of(&message.content)?}));
+            }
+        }
+    }
+    flush(&mut contents, &mut responses);
+    Ok(((!system.is_empty()).then(|| system.join("\n")), contents))
+}
+
+/// The first thought signature of a turn, kept as a signed thinking block.
+fn signature_of(content: &Content) -> Option<String> {
+    content.blocks().iter().find_map(|b| match b {
+        Block::Thinking(Thinking { signature: Some(s), .. }) => Some(s.clone()),
+        _ => None,
+    })
+}
+
+fn parts_of(content: &Content) -> Result<Vec<Value>> {
+    let mut parts = Vec::new();
+    for block in content.blocks().iter() {
+        match block {
+            Block::Text(t) if !t.text.is_empty() => parts.push(json!({"text": t.text})),
+            Block::Image(image) => match (image.data(), image.media_type()) {
+                (Some(data), Some(media_type)) => {
+                    parts.push(json!({"inline_data": {"mime_type": media_type, "data": data}}));
+                }
+                _ => {
+                    return Err(Error::configuration(format!(
+                        "Gemini needs inline image data, not a URL ({}); load the image with \
+                         Image::from_path or Image::from_bytes",
+                        image.data_url()
+                    )));
+                }
+            },
+            Block::Document(doc) => {
+                parts.push(json!({"inline_data": {"mime_type": doc.media_type, "data": doc.data}}));
+            }
+            Block::Text(_) | Block::Thinking(_) => {}
+        }
+    }
+    Ok(parts)
+}
+
+fn finish_reason(value: &str) -> FinishReason {
+    match value {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::Length,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
+            FinishReason::Filtered
+        }
+        _ => FinishReason::Other,
+    }
+}
+
+fn usage_from(metadata: Option<&Value>) -> Option<TokenUsage> {
+    let usage = metadata?.as_object().filter(|m| !m.is_empty())?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let prompt = count("promptTokenCount");
+    let completion = count("candidatesTokenCount") + count("thoughtsTokenCount");
+    let total = usage
+        .get("totalTokenCount")
+        .and_then(Value::as_u64)
+        .unwrap_or(prompt + completion);
+    Some(TokenUsage::new(prompt, completion, total).with_cached(count("cachedContentTokenCount")))
+}
+
+/// One answer (or one streamed chunk, which is a whole answer of its own) in parts.
+struct Parts {
+    blocks: Vec<Block>,
+    calls: Vec<ToolCall>,
+    finish: Option<FinishReason>,
+    usage: Option<TokenUsage>,
+}
+
+fn read_parts(answer: &Value) -> Parts {
+    let candidate = answer
+        .get("candidates")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first());
+    let mut blocks = Vec::new();
+    let mut calls = Vec::new();
+    let parts = candidate
+        .and_then(|c| c.get("content"))
+        .and_then(|c| c.get("parts"))
+        .and_then(Value::as_array);
+    for part in parts.into_iter().flatten() {
+        if let Some(signature) = part.get("thoughtSignature").and_then(Value::as_str) {
+            blocks.push(Thinking::signed("", signature).into());
+        }
+        let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+        if let Some(text) = part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            blocks.push(if thought { Thinking::new(text).into() } else { Block::text(text) });
+        }
+        if let Some(call) = part.get("functionCall") {
+            let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
+            let args = call.get("args").cloned().unwrap_or(Value::Object(Map::new()));
+            let mut tool_call = ToolCall::new(name, args);
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                tool_call = tool_call.with_id(id);
+            }
+            calls.push(tool_call);
+        }
+    }
+    Parts {
+        blocks,
+        calls,
+        finish: candidate
+            .and_then(|c| c.get("finishReason"))
+            .and_then(Value::as_str)
+            .map(finish_reason),
+        usage: usage_from(answer.get("usageMetadata")),
+    }
+}
+
+/// Reads a non-streamed `generateContent` answer.
+///
+/// # Errors
+/// [`Error::Provider`] when the answer has no `candidates` key.
+pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
+    required("Gemini", answer, "candidates")?;
+    let parts = read_parts(answer);
+    let mut response = CompletionResponse::from_blocks(parts.blocks)
+        .with_tool_calls(parts.calls)
+        .with_finish_reason(parts.finish.unwrap_or(FinishReason::Stop));
+    if let Some(usage) = parts.usage {
+        response = response.with_usage(usage);
+    }
+    Ok(response)
+}
+
+/// Assembles a Gemini stream: each chunk is an answer of its own, so text is handed out as
+/// it comes, calls are collected whole, and the latest usage and finish reason win. A chunk
+/// without candidates (usage only) is fine.
+#[derive(Default)]
+pub(crate) struct ContentAccumulator {
+    blocks: Vec<Block>,
+    calls: Vec<ToolCall>,
+    usage: Option<TokenUsage>,
+    finish: Option<FinishReason>,
+}
+
+impl Accumulator for ContentAccumulator {
+    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            Error::from(ProviderError::new("gemini", format!("unreadable stream chunk: {e}")).with_body(data))
+        })?;
+        if let Some(error) = chunk.get("error") {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
+            return Err(ProviderError::new("gemini", message.to_owned()).with_body(data).into());
+        }
+        let parts = read_parts(&chunk);
+        for block in parts.blocks {
+            match &block {
+                Block::Text(t) => emit(LlmEvent::TextDelta(t.text.clone())),
+                Block::Thinking(t) if !t.text.is_empty() => emit(LlmEvent::ThinkingDelta(t.text.clone())),
+                _ => {}
+            }
+            self.blocks.push(block);
+        }
+        self.calls.extend(parts.calls);
+        if parts.usage.is_some() {
+            self.usage = parts.usage;
+        }
+        if parts.finish.is_some() {
+            self.finish = parts.finish;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<CompletionResponse> {
+        let mut response = CompletionResponse::from_blocks(std::mem::take(&mut self.blocks))
+            .with_tool_calls(std::mem::take(&mut self.calls))
+            .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
+        if let Some(usage) = self.usage {
+            response = response.with_usage(usage);
+        }
+        Ok(response)
+    }
+}

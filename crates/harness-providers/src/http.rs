@@ -1,0 +1,378 @@
+//! The HTTP client every provider (and web search) shares: retries with `Retry-After`,
+//! backoff with jitter, timeouts, and a concurrency cap held across retries and for a
+//! stream's whole body.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_core::{Error, ProviderError, Result};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How failed requests are retried.
+///
+/// Statuses 429, 500, 502, 503 and 504 and transport errors are retried, four attempts in
+/// all by default. Before each retry the client waits what the server's `Retry-After` says
+/// (seconds or an HTTP date), capped at `max_delay`; without one, `base_delay · 2^attempt`
+/// (1, 2, 4 s by default) with up to 25 % jitter, so a fleet of clients does not retry in
+/// lockstep. A stream is retried only until its body starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (at least 1).
+    pub attempts: u32,
+    /// The first backoff delay; doubled on each retry.
+    pub base_delay: Duration,
+    /// The longest wait before a retry, `Retry-After` included.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 4,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries: one attempt.
+    pub fn none() -> Self {
+        Self {
+            attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let exp = self
+            .base_delay
+            .saturating_mul(2_u32.saturating_pow(attempt))
+            .min(self.max_delay);
+        // Up to 25 % jitter, downwards, so the cap still holds.
+        exp.mul_f64(1.0 - fastrand::f64() * 0.25)
+    }
+}
+
+/// How a client is built: where it talks to, with which headers, how patiently.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The provider's short id, named in errors (`openai`, `anthropic`, ...).
+    pub provider: String,
+    /// The base URL requests are relative to, without a trailing slash.
+    pub base_url: String,
+    /// Headers sent with every request (authentication, versions).
+    pub headers: Vec<(String, String)>,
+    /// The time a connection may take to open (default 10 s).
+    pub connect_timeout: Duration,
+    /// The time a whole request may take, a stream's body included (default 600 s).
+    pub timeout: Duration,
+    /// At most this many requests in flight at once; `None` for no cap.
+    pub max_concurrency: Option<usize>,
+    /// How failures are retried.
+    pub retry: RetryPolicy,
+}
+
+impl HttpConfig {
+    /// A configuration for `provider` at `base_url`, with the default timeouts and retries.
+    pub fn new(provider: impl Into<String>, base_url: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            headers: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(600),
+            max_concurrency: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// A retrying JSON-over-HTTP client for one base URL.
+///
+/// A failure that survives the retries is an [`Error::Provider`] keeping the HTTP status, the
+/// vendor's error type and message, and an excerpt of the body.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    config: Arc<HttpConfig>,
+    semaphore: Option<Arc<Semaphore>>,
+}
+
+/// A streamed response whose body has started, with the concurrency slot it holds until the
+/// body is read to its end.
+pub(crate) struct Streaming {
+    pub(crate) response: Response,
+    pub(crate) _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl HttpClient {
+    /// Builds a client.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for `max_concurrency` 0, `retry.attempts` 0, a header that
+    /// is not valid in HTTP, or a TLS setup failure.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        if config.max_concurrency == Some(0) {
+            return Err(Error::configuration(
+                "max_concurrency must be at least 1 when set, got 0",
+            ));
+        }
+        if config.retry.attempts == 0 {
+            return Err(Error::configuration(
+                "RetryPolicy.attempts must be at least 1, got 0",
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                Error::configuration(format!("invalid header name {name:?}: {e}"))
+            })?;
+            let mut value = HeaderValue::from_str(value).map_err(|e| {
+                Error::configuration(format!(
+                    "invalid value for header {name}: {e}; check the API key for stray \
+                     characters"
+                ))
+            })?;
+            if name.as_str().contains("key") || name == reqwest::header::AUTHORIZATION {
+                value.set_sensitive(true);
+            }
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;
+        let semaphore = config.max_concurrency.map(|n| Arc::new(Semaphore::new(n)));
+        Ok(Self {
+            client,
+            config: Arc::new(config),
+            semaphore,
+        })
+    }
+
+    /// The configuration the client was built with.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// The absolute URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url)
+    }
+
+    /// POSTs `body` as JSON to `path` and reads the JSON answer, retrying as the policy says.
+    ///
+    /// # Errors
+    /// [`Error::Provider`] for a failure that survived the retries, a non-retryable status,
+    /// or a body that is not JSON.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
+        let _permit = self.acquire().await?;
+        let response = self.send_with_retries(path, body, &[]).await?;
+        let bytes = response.bytes().await.map_err(|e| self.transport_error(path, &e))?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Error::from(
+                ProviderError::new(
+                    &self.config.provider,
+                    format!("the response to {path} is not JSON: {e}"),
+                )
+                .with_body(&String::from_utf8_lossy(&bytes)),
+            )
+        })
+    }
+
+    /// POSTs `body` and returns the response once its status is a success, for the caller to
+    /// read as a stream. Retries happen only here, before the body starts.
+    pub(crate) async fn post_stream(
+        &self,
+        path: &str,
+        body: &Value,
+        query: &[(&str, &str)],
+    ) -> Result<Streaming> {
+        let permit = self.acquire().await?;
+        let response = self.send_with_retries(path, body, query).await?;
+        Ok(Streaming {
+            response,
+            _permit: permit,
+        })
+    }
+
+    async fn acquire(&self) -> Result<Option<OwnedSemaphorePermit>> {
+        match &self.semaphore {
+            None => Ok(None),
+            Some(semaphore) => Arc::clone(semaphore)
+                .acquire_owned()
+                .await
+                .map(Some)
+                .map_err(|_| Error::configuration("the HTTP client's concurrency cap was closed")),
+        }
+    }
+
+    async fn send_with_retries(
+        &self,
+        path: &str,
+        body: &Value,
+        query: &[(&str, &str)],
+    ) -> Result<Response> {
+        let url = self.url(path);
+        let payload = bytes::Bytes::from(serde_json::to_vec(body).map_err(|e| {
+            Error::configuration(format!("cannot serialise the request to {path}: {e}"))
+        })?);
+        let attempts = self.config.retry.attempts;
+        let mut attempt = 0;
+        loop {
+            let last = attempt + 1 >= attempts;
+            let sent = self
+                .client
+                .post(&url)
+                .query(query)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(payload.clone())
+                .send()
+                .await;
+            let delay = match sent {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) if !last && retryable(response.status()) => {
+                    retry_after(&response).map_or_else(
+                        || self.config.retry.backoff(attempt),
+                        |d| d.min(self.config.retry.max_delay),
+                    )
+                }
+                Ok(response) => return Err(self.status_error(path, response).await),
+                Err(e) if !last && is_transient(&e) => self.config.retry.backoff(attempt),
+                Err(e) => return Err(self.transport_error(path, &e)),
+            };
+            tracing::debug!(
+                provider = %self.config.provider,
+                path,
+                attempt = attempt + 1,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                "retrying"
+            );
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// A failed status as a provider error keeping the vendor's own words.
+    async fn status_error(&self, path: &str, response: Response) -> Error {
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let (error_type, message) = vendor_error(&text);
+        let message = message.unwrap_or_else(|| {
+            format!(
+                "{path} answered {} {}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            )
+        });
+        let mut error = ProviderError::new(&self.config.provider, message)
+            .with_status(status.as_u16())
+            .with_body(&text);
+        if let Some(kind) = error_type {
+            error = error.with_error_type(kind);
+        }
+        error.into()
+    }
+
+    pub(crate) fn transport_error(&self, path: &str, error: &reqwest::Error) -> Error {
+        let kind = if error.is_timeout() {
+            "timed out"
+        } else if error.is_connect() {
+            "could not connect"
+        } else {
+            "failed"
+        };
+        let mut detail = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            detail.push_str(": ");
+            detail.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        ProviderError::new(
+            &self.config.provider,
+            format!("request to {} {kind}: {detail}", self.url(path)),
+        )
+        .into()
+    }
+}
+
+fn retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+}
+
+fn is_transient(error: &reqwest::Error) -> bool {
+    error.is_connect() || error.is_timeout() || error.is_request()
+}
+
+/// `Retry-After` as seconds (fractions allowed) or an HTTP date.
+fn retry_after(response: &Response) -> Option<Duration> {
+    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// The vendor's error type and message, from the bodies OpenAI, Anthropic, Gemini and
+/// llama.cpp send: `{"error": {"type"|"status"|"code", "message"}}`.
+fn vendor_error(body: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return (None, None);
+    };
+    let error = value.get("error").unwrap_or(&value);
+    let text = |key: &str| {
+        error.get(key).and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
+    let kind = text("type").or_else(|| text("status")).or_else(|| text("code"));
+    (kind, text("message"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_downward_jitter_and_a_cap() {
+        let policy = RetryPolicy::default();
+        for attempt in 0..3 {
+            let delay = policy.backoff(attempt).as_secs_f64();
+            let full = f64::from(1_u32 << attempt);
+            assert!(delay <= full && delay >= full * 0.75, "{attempt}: {delay}");
+        }
+        assert!(policy.backoff(10) <= Duration::from_secs(30));
+    }
+
+    #[test]
+    fn vendor_errors_are_read_from_each_shape() {
+        let (kind, message) =
+            vendor_error(r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#);
+        assert_eq!((kind.as_deref(), message.as_deref()), (Some("rate_limit_error"), Some("slow down")));
+        let (kind, _) = vendor_error(r#"{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "m"}}"#);
+        assert_eq!(kind.as_deref(), Some("INVALID_ARGUMENT"));
+        assert_eq!(vendor_error("<html>"), (None, None));
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        let mut config = HttpConfig::new("x", "http://127.0.0.1:1/");
+        assert_eq!(config.base_url, "http://127.0.0.1:1");
+        config.max_concurrency = Some(0);
+        let err = HttpClient::new(config).unwrap_err();
+        assert_eq!(err.to_string(), "max_concurrency must be at least 1 when set, got 0");
+    }
+}

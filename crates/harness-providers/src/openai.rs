@@ -1,0 +1,615 @@
+//! OpenAI Chat Completions, and every gateway and local server that speaks it.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use harness_core::{
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
+    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::http::{HttpClient, HttpConfig, RetryPolicy};
+use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
+use crate::wire::{Few, Text, push};
+
+/// A model behind the OpenAI Chat Completions API: OpenAI itself, the gateways that share
+/// its format (Groq, Together, DeepSeek, Mistral, xAI, OpenRouter, Fireworks, Cerebras) and
+/// the local servers (Ollama, vLLM, LM Studio, llama.cpp).
+///
+/// ```no_run
+/// use harness_providers::OpenAi;
+///
+/// let model = OpenAi::builder("gpt-4o-mini").temperature(0.2).build()?;
+/// # Ok::<(), harness_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    client: HttpClient,
+    model: String,
+    temperature: Option<f64>,
+    reasoning_effort: Option<ReasoningLevel>,
+    stream_usage: bool,
+}
+
+/// Where an OpenAI-compatible service lives and how it is reached.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Service {
+    pub(crate) id: &'static str,
+    pub(crate) base_url: &'static str,
+    pub(crate) key_var: Option<&'static str>,
+    pub(crate) base_url_var: Option<&'static str>,
+}
+
+pub(crate) const OPENAI: Service = Service {
+    id: "openai",
+    base_url: "https://api.openai.com/v1",
+    key_var: Some("OPENAI_API_KEY"),
+    base_url_var: Some("OPENAI_BASE_URL"),
+};
+
+/// Builds an [`OpenAi`] (or a gateway's or local server's model).
+#[derive(Debug, Clone)]
+#[must_use = "call build() to get the model"]
+pub struct OpenAiBuilder {
+    service: Service,
+    model: String,
+    api_key: Option<String>,
+    base_url: Option<String>,
+    temperature: Option<f64>,
+    reasoning_effort: Option<ReasoningLevel>,
+    stream_usage: bool,
+    max_concurrency: Option<usize>,
+    timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    retry: RetryPolicy,
+}
+
+impl OpenAi {
+    /// OpenAI's `model`, with the key from `OPENAI_API_KEY` and the base URL from
+    /// `OPENAI_BASE_URL` when set.
+    ///
+    /// # Errors
+    /// As [`OpenAiBuilder::build`].
+    pub fn new(model: impl Into<String>) -> Result<Self> {
+        Self::builder(model).build()
+    }
+
+    /// A builder for OpenAI's `model`.
+    pub fn builder(model: impl Into<String>) -> OpenAiBuilder {
+        OpenAiBuilder::for_service(OPENAI, model.into())
+    }
+
+    /// The model's name as the service knows it.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The HTTP client, with its configuration.
+    pub fn client(&self) -> &HttpClient {
+        &self.client
+    }
+
+    /// The request body for `messages` and `tools`: exactly `{"model", "messages"}` plus
+    /// only the options that are set.
+    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), Value::from(self.model.as_str()));
+        body.insert(
+            "messages".into(),
+            Value::Array(messages.iter().map(message_to_wire).collect()),
+        );
+        if !tools.is_empty() {
+            body.insert("tools".into(), tools.iter().map(tool_to_wire).collect());
+        }
+        if let Some(t) = self.temperature {
+            body.insert("temperature".into(), Value::from(t));
+        }
+        if let Some(level) = self.reasoning_effort {
+            body.insert("reasoning_effort".into(), Value::from(level.as_str()));
+        }
+        if stream {
+            body.insert("stream".into(), Value::Bool(true));
+            if self.stream_usage {
+                body.insert("stream_options".into(), json!({"include_usage": true}));
+            }
+        }
+        Value::Object(body)
+    }
+}
+
+impl OpenAiBuilder {
+    pub(crate) fn for_service(service: Service, model: String) -> Self {
+        Self {
+            service,
+            model,
+            api_key: None,
+            base_url: None,
+            temperature: None,
+            reasoning_effort: None,
+            stream_usage: true,
+            max_concurrency: None,
+            timeout: None,
+            connect_timeout: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The API key; without one, the service's environment variable is read. No
+    /// `Authorization` header is sent when there is no key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Another base URL (a proxy, a self-hosted server).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// The sampling temperature.
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// How hard a reasoning model thinks, sent as `reasoning_effort`.
+    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
+        self.reasoning_effort = Some(level);
+        self
+    }
+
+    /// Whether a stream asks for usage in its last chunk (default true).
+    pub fn stream_usage(mut self, on: bool) -> Self {
+        self.stream_usage = on;
+        self
+    }
+
+    /// At most this many requests in flight, held across retries and a stream's body.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n);
+        self
+    }
+
+    /// The overall timeout of a request (default 600 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The connect timeout (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How failures are retried (default: four attempts, `Retry-After` honoured).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The model.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
+    pub fn build(self) -> Result<OpenAi> {
+        let key = self
+            .api_key
+            .or_else(|| self.service.key_var.and_then(env_nonempty))
+            .filter(|k| !k.is_empty());
+        let base_url = self
+            .base_url
+            .or_else(|| self.service.base_url_var.and_then(env_nonempty))
+            .unwrap_or_else(|| self.service.base_url.to_owned());
+        let mut config = HttpConfig::new(self.service.id, base_url);
+        if let Some(key) = key {
+            config
+                .headers
+                .push(("authorization".into(), format!("Bearer {key}")));
+        }
+        config.max_concurrency = self.max_concurrency;
+        config.retry = self.retry;
+        if let Some(t) = self.timeout {
+            config.timeout = t;
+        }
+        if let Some(t) = self.connect_timeout {
+            config.connect_timeout = t;
+        }
+        Ok(OpenAi {
+            client: HttpClient::new(config)?,
+            model: self.model,
+            temperature: self.temperature,
+            reasoning_effort: self.reasoning_effort,
+            stream_usage: self.stream_usage,
+        })
+    }
+}
+
+pub(crate) fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+#[async_trait::async_trait]
+impl Llm for OpenAi {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let body = self.request_body(messages, tools, false);
+        let answer = self.client.post_json("/chat/completions", &body).await?;
+        parse_response(&answer)
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        rest::stream(
+            &self.client,
+            StreamRequest {
+                path: "/chat/completions".into(),
+                body: self.request_body(messages, tools, true),
+                query: Vec::new(),
+                accumulator: ChatAccumulator::default(),
+            },
+        )
+    }
+
+    fn name(&self) -> String {
+        format!("{}:{}", self.client.config().provider, self.model)
+    }
+}
+
+fn tool_to_wire(tool: &ToolSpec) -> Value {
+    let parameters = if tool.parameters.is_object() {
+        tool.parameters.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    };
+    json!({
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters}
+    })
+}
+
+/// One transcript message in Chat Completions form.
+pub(crate) fn message_to_wire(message: &Message) -> Value {
+    match message.role {
+        Role::Assistant if !message.tool_calls.is_empty() => {
+            let text = message.content.text();
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id.as_deref().unwrap_or(""),
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": Value::Object(call.arguments.clone()).to_string(),
+                        },
+                    })
+                })
+                .collect();
+            json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { Value::from(text.as_ref()) },
+                "tool_calls": calls,
+            })
+        }
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": message.tool_call_id.as_deref().unwrap_or(""),
+            "content": message.content.text(),
+        }),
+        role => {
+            let mut wire = Map::new();
+            wire.insert("role".into(), Value::from(role.as_str()));
+            wire.insert("content".into(), content_to_wire(&message.content));
+            if let Some(name) = &message.name {
+                wire.insert("name".into(), Value::from(name.as_str()));
+            }
+            Value::Object(wire)
+        }
+    }
+}
+
+fn content_to_wire(content: &Content) -> Value {
+    let blocks = content.blocks();
+    if blocks.iter().all(|b| matches!(b, Block::Text(_) | Block::Thinking(_))) {
+        return Value::from(content.text().as_ref());
+    }
+    Value::Array(
+        blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                Block::Image(image) => {
+                    Some(json!({"type": "image_url", "image_url": {"url": image.data_url()}}))
+                }
+                Block::Document(doc) => Some(json!({
+                    "type": "file",
+                    "file": {
+                        "filename": doc.name.as_deref().unwrap_or("document"),
+                        "file_data": doc.data_url(),
+                    },
+                })),
+                Block::Thinking(_) => None,
+            })
+            .collect(),
+    )
+}
+
+fn finish_reason(value: &str) -> FinishReason {
+    match value {
+        "stop" | "tool_calls" | "function_call" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::Filtered,
+        _ => FinishReason::Other,
+    }
+}
+
+/// Usage from a Chat Completions `usage` object: `None` when absent or empty.
+fn usage_from(value: Option<&Value>) -> Option<TokenUsage> {
+    let usage = value?.as_object().filter(|u| !u.is_empty())?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let (prompt, completion) = (count("prompt_tokens"), count("completion_tokens"));
+    let total = usage
+        .get("total_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(prompt + completion);
+    let cached = usage
+        .get("prompt_tokens_details")
+        .and_then(|d| d.get("cached_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Some(TokenUsage::new(prompt, completion, total).with_cached(cached))
+}
+
+/// Reads a non-streamed Chat Completions answer.
+///
+/// # Errors
+/// [`Error::Provider`] naming what a required part of the answer lacks.
+pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
+    let choices = required("OpenAI", answer, "choices")?;
+    let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
+        let mut body = answer.to_string();
+        body.truncate(200);
+        return Err(ProviderError::new("openai", format!("OpenAI response has no choices: {body}")).into());
+    };
+    let message = required("OpenAI", choice, "message")?;
+    let mut blocks = Vec::new();
+    let reasoning = ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|k| message.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()));
+    if let Some(reasoning) = reasoning {
+        blocks.push(Block::from(Thinking::new(reasoning)));
+    }
+    if let Some(text) = message.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        blocks.push(Block::text(text));
+    }
+    let mut calls = Vec::new();
+    for call in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let id = required("OpenAI", call, "id")?.as_str().unwrap_or_default();
+        let function = required("OpenAI", call, "function")?;
+        let name = required("OpenAI", function, "name")?.as_str().unwrap_or_default();
+        let arguments = function.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+        calls.push(ToolCall::new(name, lenient_arguments(arguments)).with_id(id));
+    }
+    let mut response = CompletionResponse::from_blocks(blocks)
+        .with_tool_calls(calls)
+        .with_finish_reason(
+            choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .map_or(FinishReason::Stop, finish_reason),
+        );
+    if let Some(usage) = usage_from(answer.get("usage")) {
+        response = response.with_usage(usage);
+    }
+    Ok(response)
+}
+
+// Streaming ----------------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Few<ChunkChoice<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Text<'a>,
+    #[serde(borrow, default)]
+    reasoning_content: Text<'a>,
+    #[serde(borrow, default)]
+    reasoning: Text<'a>,
+    #[serde(borrow, default)]
+    tool_calls: Few<ToolCallDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(borrow, default)]
+    id: Text<'a>,
+    #[serde(borrow, default)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow, default)]
+    name: Text<'a>,
+    #[serde(borrow, default)]
+    arguments: Text<'a>,
+}
+
+#[derive(Default)]
+struct CallSlot {
+    index: usize,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a Chat Completions stream: text and reasoning appended, tool-call fragments
+/// joined by index (in order of first appearance), usage from the final `choices: []` chunk.
+#[derive(Default)]
+pub(crate) struct ChatAccumulator {
+    text: String,
+    thinking: String,
+    calls: Vec<CallSlot>,
+    usage: Option<TokenUsage>,
+    finish: Option<FinishReason>,
+}
+
+impl Accumulator for ChatAccumulator {
+    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
+            Error::from(ProviderError::new("openai", format!("unreadable stream chunk: {e}")).with_body(data))
+        })?;
+        if let Some(usage) = usage_from(chunk.usage.as_ref()) {
+            self.usage = Some(usage);
+        }
+        let Some(choice) = chunk.choices.first() else {
+            return Ok(());
+        };
+        if let Some(reason) = &choice.finish_reason {
+            self.finish = Some(finish_reason(reason));
+        }
+        let Some(delta) = &choice.delta else {
+            return Ok(());
+        };
+        for fragment in delta.tool_calls.iter() {
+            let index = fragment.index.unwrap_or(0);
+            let at = match self.calls.iter().position(|c| c.index == index) {
+                Some(at) => at,
+                None => {
+                    self.calls.push(CallSlot { index, ..CallSlot::default() });
+                    self.calls.len() - 1
+                }
+            };
+            let slot = &mut self.calls[at];
+            if let Some(id) = fragment.id.as_ref().filter(|id| !id.is_empty()) {
+                slot.id = id.to_string();
+            }
+            if let Some(function) = &fragment.function {
+                if let Some(name) = function.name.as_ref().filter(|n| !n.is_empty()) {
+                    slot.name = name.to_string();
+                }
+                push(&mut slot.arguments, function.arguments.as_ref());
+            }
+        }
+        let reasoning = delta.reasoning_content.as_ref().or(delta.reasoning.as_ref());
+        if let Some(r) = reasoning.filter(|_| push(&mut self.thinking, reasoning)) {
+            emit(LlmEvent::ThinkingDelta(Cow::to_string(r)));
+        }
+        if let Some(t) = delta.content.as_ref().filter(|_| push(&mut self.text, delta.content.as_ref())) {
+            emit(LlmEvent::TextDelta(Cow::to_string(t)));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<CompletionResponse> {
+        let mut blocks = Vec::new();
+        if !self.thinking.is_empty() {
+            blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into());
+        }
+        if !self.text.is_empty() {
+            blocks.push(Block::text(std::mem::take(&mut self.text)));
+        }
+        let calls = std::mem::take(&mut self.calls)
+            .into_iter()
+            .filter(|slot| !slot.name.is_empty())
+            .map(|slot| {
+                let call = ToolCall::new(slot.name, lenient_arguments(&slot.arguments));
+                if slot.id.is_empty() { call } else { call.with_id(slot.id) }
+            })
+            .collect();
+        let mut response = CompletionResponse::from_blocks(blocks)
+            .with_tool_calls(calls)
+            .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
+        if let Some(usage) = self.usage {
+            response = response.with_usage(usage);
+        }
+        Ok(response)
+    }
+}
+
+macro_rules! compatible {
+    ($($(#[$doc:meta])* $name:ident => $id:literal, $url:literal, $key:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+
+        impl $name {
+            pub(crate) const SERVICE: Service = Service {
+                id: $id,
+                base_url: $url,
+                key_var: $key,
+                base_url_var: None,
+            };
+
+            /// The model `model` on this service, with its defaults.
+            ///
+            /// # Errors
+            /// As [`OpenAiBuilder::build`].
+            pub fn new(model: impl Into<String>) -> Result<OpenAi> {
+                Self::builder(model).build()
+            }
+
+            /// A builder for `model` on this service.
+            pub fn builder(model: impl Into<String>) -> OpenAiBuilder {
+                OpenAiBuilder::for_service(Self::SERVICE, model.into())
+            }
+        }
+    )*};
+}
+
+compatible! {
+    /// Groq's OpenAI-compatible API; key from `GROQ_API_KEY`.
+    Groq => "groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY");
+    /// Together AI; key from `TOGETHER_API_KEY`.
+    Together => "together", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY");
+    /// DeepSeek; key from `DEEPSEEK_API_KEY`. Its reasoning arrives as thinking.
+    DeepSeek => "deepseek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY");
+    /// Mistral; key from `MISTRAL_API_KEY`.
+    Mistral => "mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY");
+    /// xAI; key from `XAI_API_KEY`.
+    Xai => "xai", "https://api.x.ai/v1", Some("XAI_API_KEY");
+    /// OpenRouter; key from `OPENROUTER_API_KEY`.
+    OpenRouter => "openrouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY");
+    /// Fireworks AI; key from `FIREWORKS_API_KEY`.
+    Fireworks => "fireworks", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY");
+    /// Cerebras; key from `CEREBRAS_API_KEY`.
+    Cerebras => "cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY");
+    /// A local Ollama server at `localhost:11434`; no key.
+    Ollama => "ollama", "http://localhost:11434/v1", None;
+    /// A local vLLM server at `localhost:8000`; no key.
+    Vllm => "vllm", "http://localhost:8000/v1", None;
+    /// A local LM Studio server at `localhost:1234`; no key.
+    LmStudio => "lmstudio", "http://localhost:1234/v1", None;
+    /// A local llama.cpp `llama-server` at `localhost:8080`; no key. Start it with `--jinja`
+    /// for tool calls.
+    LlamaCpp => "llamacpp", "http://localhost:8080/v1", None;
+}

@@ -1,0 +1,152 @@
+//! The request sequence the vendors share: POST a JSON body, read a JSON answer or an SSE
+//! stream, and turn the stream into `LlmEvent`s through the vendor's accumulator.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use harness_core::{BoxStream, CompletionResponse, Error, LlmEvent, ProviderError, Result};
+use serde_json::Value;
+
+use crate::http::{HttpClient, Streaming};
+use crate::sse::SseDecoder;
+
+/// Reads a vendor's stream, one event's data at a time, into deltas and a final response.
+pub(crate) trait Accumulator: Send {
+    /// Takes one event's data, handing out the deltas it carried.
+    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()>;
+
+    /// The whole turn, once the stream has ended.
+    fn finish(&mut self) -> Result<CompletionResponse>;
+}
+
+/// What a streaming request is: where, what, and how its answer is read.
+pub(crate) struct StreamRequest<A> {
+    pub(crate) path: String,
+    pub(crate) body: Value,
+    pub(crate) query: Vec<(&'static str, &'static str)>,
+    pub(crate) accumulator: A,
+}
+
+enum State<'a, A> {
+    Start(&'a HttpClient, StreamRequest<A>),
+    Reading(Box<Reading<'a, A>>),
+    Done,
+}
+
+struct Reading<'a, A> {
+    client: &'a HttpClient,
+    path: String,
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<Bytes>>,
+    // Holds the concurrency slot until the body has been read.
+    _streaming_permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    decoder: SseDecoder,
+    accumulator: A,
+    queue: VecDeque<Result<LlmEvent>>,
+    ended: bool,
+}
+
+impl<A: Accumulator> Reading<'_, A> {
+    fn take_events(&mut self, chunk: Option<&[u8]>) {
+        let (accumulator, queue) = (&mut self.accumulator, &mut self.queue);
+        let mut read = |event: crate::sse::SseEvent<'_>| {
+            let data = event.data.trim();
+            if data.is_empty() || data == "[DONE]" || queue.back().is_some_and(Result::is_err) {
+                return;
+            }
+            let mut emit = |delta: LlmEvent| queue.push_back(Ok(delta));
+            if let Err(e) = accumulator.feed(data, &mut emit) {
+                queue.push_back(Err(e));
+            }
+        };
+        match chunk {
+            Some(bytes) => self.decoder.feed(bytes, &mut read),
+            None => self.decoder.finish(&mut read),
+        }
+    }
+}
+
+/// Streams one request: retries until the body starts, then hands out deltas as they arrive
+/// and the assembled turn last. A transport failure mid-body ends the stream with an error;
+/// the deltas already handed out stay handed out.
+pub(crate) fn stream<'a, A: Accumulator + 'a>(
+    client: &'a HttpClient,
+    request: StreamRequest<A>,
+) -> BoxStream<'a, Result<LlmEvent>> {
+    Box::pin(futures_util::stream::unfold(
+        State::Start(client, request),
+        |state| async move {
+            let mut reading = match state {
+                State::Done => return None,
+                State::Reading(reading) => reading,
+                State::Start(client, request) => {
+                    let query: Vec<(&str, &str)> = request.query.clone();
+                    match client.post_stream(&request.path, &request.body, &query).await {
+                        Ok(Streaming { response, _permit }) => Box::new(Reading {
+                            client,
+                            path: request.path,
+                            body: response.bytes_stream().boxed(),
+                            _streaming_permit: _permit,
+                            decoder: SseDecoder::new(),
+                            accumulator: request.accumulator,
+                            queue: VecDeque::new(),
+                            ended: false,
+                        }),
+                        Err(e) => return Some((Err(e), State::Done)),
+                    }
+                }
+            };
+            loop {
+                if let Some(item) = reading.queue.pop_front() {
+                    let next = if item.is_err() {
+                        State::Done
+                    } else {
+                        State::Reading(reading)
+                    };
+                    return Some((item, next));
+                }
+                if reading.ended {
+                    let last = reading.accumulator.finish().map(LlmEvent::Completed);
+                    return Some((last, State::Done));
+                }
+                match reading.body.next().await {
+                    Some(Ok(bytes)) => reading.take_events(Some(&bytes)),
+                    Some(Err(e)) => {
+                        let url = reading.client.url(&reading.path);
+                        let error = ProviderError::new(
+                            &reading.client.config().provider,
+                            format!("the stream from {url} broke off: {e}"),
+                        );
+                        return Some((Err(Error::from(error)), State::Done));
+                    }
+                    None => {
+                        reading.take_events(None);
+                        reading.ended = true;
+                    }
+                }
+            }
+        },
+    ))
+}
+
+/// A required key of a vendor's answer, or an error that names it.
+pub(crate) fn required<'v>(vendor: &str, value: &'v Value, key: &str) -> Result<&'v Value> {
+    value.get(key).ok_or_else(|| {
+        let mut body = value.to_string();
+        if body.chars().count() > 200 {
+            body = body.chars().take(200).collect::<String>() + "...";
+        }
+        Error::from(ProviderError::new(
+            vendor.to_ascii_lowercase(),
+            format!("{vendor} response is missing '{key}': {body}"),
+        ))
+    })
+}
+
+/// Tool-call arguments from the text a vendor sent: empty or unparseable text gives none.
+pub(crate) fn lenient_arguments(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::Object(serde_json::Map::new()),
+    }
+}

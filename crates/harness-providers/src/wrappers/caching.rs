@@ -1,0 +1,200 @@
+//! `Caching`: an in-process LRU of answers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use harness_core::{
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec, replay,
+};
+use serde_json::Value;
+
+struct Entry {
+    response: CompletionResponse,
+    stored: Instant,
+    used: u64,
+}
+
+#[derive(Default)]
+struct Store {
+    entries: HashMap<String, Entry>,
+    clock: u64,
+}
+
+/// Remembers answers by the exact request (messages and tools), least recently used out
+/// first, optionally for at most `ttl`.
+///
+/// Only sound in front of a deterministic setup; there is no single-flight, so concurrent
+/// identical calls all miss. A streamed hit is replayed block by block, then `Completed`.
+pub struct Caching<M> {
+    inner: M,
+    maxsize: usize,
+    ttl: Option<Duration>,
+    store: Mutex<Store>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl<M: Llm> Caching<M> {
+    /// A cache of up to 256 answers with no expiry.
+    pub fn new(inner: M) -> Self {
+        Self {
+            inner,
+            maxsize: 256,
+            ttl: None,
+            store: Mutex::new(Store::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Keeps at most `maxsize` answers (at least 1).
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for 0.
+    pub fn maxsize(mut self, maxsize: usize) -> Result<Self> {
+        if maxsize == 0 {
+            return Err(Error::configuration("Caching.maxsize must be at least 1, got 0"));
+        }
+        self.maxsize = maxsize;
+        Ok(self)
+    }
+
+    /// Forgets answers older than `ttl`.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for a zero `ttl`.
+    pub fn ttl(mut self, ttl: Duration) -> Result<Self> {
+        if ttl.is_zero() {
+            return Err(Error::configuration(format!(
+                "Caching.ttl must be positive when set, got {ttl:?}"
+            )));
+        }
+        self.ttl = Some(ttl);
+        Ok(self)
+    }
+
+    /// The model underneath.
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+
+    /// How many calls were answered from the cache.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// How many calls went to the model.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every answer.
+    pub fn clear(&self) {
+        self.lock().entries.clear();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lookup(&self, key: &str) -> Option<CompletionResponse> {
+        let mut store = self.lock();
+        store.clock += 1;
+        let clock = store.clock;
+        let expired = match store.entries.get(key) {
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            Some(entry) => self.ttl.is_some_and(|ttl| entry.stored.elapsed() > ttl),
+        };
+        if expired {
+            store.entries.remove(key);
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let entry = store.entries.get_mut(key)?;
+        entry.used = clock;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(entry.response.clone())
+    }
+
+    fn remember(&self, key: String, response: &CompletionResponse) {
+        let mut store = self.lock();
+        store.clock += 1;
+        let used = store.clock;
+        store.entries.insert(
+            key,
+            Entry {
+                response: response.clone(),
+                stored: Instant::now(),
+                used,
+            },
+        );
+        while store.entries.len() > self.maxsize {
+            let oldest = store
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(key) => store.entries.remove(&key),
+                None => break,
+            };
+        }
+    }
+}
+
+/// The request as canonical JSON (keys sorted), so equal requests share one key.
+fn cache_key(messages: &[Message], tools: &[ToolSpec]) -> String {
+    fn sorted(value: Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
+    let request = serde_json::json!([messages, tools]);
+    sorted(request).to_string()
+}
+
+#[async_trait::async_trait]
+impl<M: Llm> Llm for Caching<M> {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let key = cache_key(messages, tools);
+        if let Some(hit) = self.lookup(&key) {
+            return Ok(hit);
+        }
+        let response = self.inner.generate(messages, tools).await?;
+        self.remember(key, &response);
+        Ok(response)
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        let key = cache_key(messages, tools);
+        if let Some(hit) = self.lookup(&key) {
+            return Box::pin(futures_util::stream::iter(replay(Ok(hit))));
+        }
+        Box::pin(self.inner.stream_events(messages, tools).map(move |event| {
+            if let Ok(LlmEvent::Completed(response)) = &event {
+                self.remember(key.clone(), response);
+            }
+            event
+        }))
+    }
+
+    fn name(&self) -> String {
+        format!("caching({})", self.inner.name())
+    }
+}

@@ -1,0 +1,152 @@
+//! `Fallback`: the next model when one fails.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use harness_core::{
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Result,
+    ToolSpec,
+};
+
+type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
+
+/// Tries each model in order, moving on only for the errors it is told to (provider errors by
+/// default, so a bug in your own code is not mistaken for a flaky vendor).
+///
+/// A stream that fails before its first event falls through to the next model; one that
+/// fails after it has handed out text ends with that error, since the text cannot be taken
+/// back.
+///
+/// ```
+/// use harness_core::testing::{ScriptedModel, TestModel};
+/// use harness_providers::Fallback;
+///
+/// let model = Fallback::new(ScriptedModel::new([]), vec![std::sync::Arc::new(TestModel::new())])?;
+/// assert_eq!(model.models().len(), 2);
+/// # Ok::<(), harness_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Fallback {
+    models: Vec<Arc<dyn Llm>>,
+    on: Arc<Predicate>,
+}
+
+impl std::fmt::Debug for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.models.iter().map(|m| m.name()).collect();
+        f.debug_struct("Fallback").field("models", &names).finish_non_exhaustive()
+    }
+}
+
+impl Fallback {
+    /// `primary`, then each of `others`.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] when `others` is empty.
+    pub fn new(primary: impl Llm + 'static, others: Vec<Arc<dyn Llm>>) -> Result<Self> {
+        if others.is_empty() {
+            return Err(Error::configuration(
+                "Fallback needs a second provider to fall back to",
+            ));
+        }
+        let mut models: Vec<Arc<dyn Llm>> = vec![Arc::new(primary)];
+        models.extend(others);
+        Ok(Self {
+            models,
+            on: Arc::new(Error::is_provider),
+        })
+    }
+
+    /// Falls back on the errors `on` accepts instead of provider errors alone.
+    pub fn on(mut self, on: impl Fn(&Error) -> bool + Send + Sync + 'static) -> Self {
+        self.on = Arc::new(on);
+        self
+    }
+
+    /// The models, in the order they are tried.
+    pub fn models(&self) -> &[Arc<dyn Llm>] {
+        &self.models
+    }
+
+    /// The first model.
+    pub fn inner(&self) -> &Arc<dyn Llm> {
+        &self.models[0]
+    }
+
+    fn exhausted(&self, last: &Error) -> Error {
+        ProviderError::new(
+            "fallback",
+            format!("all {} providers failed; last error: {last}", self.models.len()),
+        )
+        .into()
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for Fallback {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let mut last = None;
+        for model in &self.models {
+            match model.generate(messages, tools).await {
+                Ok(response) => return Ok(response),
+                Err(e) if (self.on)(&e) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.map_or_else(|| Error::configuration("Fallback has no models"), |e| self.exhausted(&e)))
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        struct State<'a> {
+            next: usize,
+            current: Option<BoxStream<'a, Result<LlmEvent>>>,
+            emitted: bool,
+            done: bool,
+        }
+        let start = State { next: 0, current: None, emitted: false, done: false };
+        Box::pin(futures_util::stream::unfold(start, move |mut state| async move {
+            loop {
+                if state.done {
+                    return None;
+                }
+                let stream = match &mut state.current {
+                    Some(stream) => stream,
+                    None => {
+                        let model = &self.models[state.next];
+                        state.next += 1;
+                        state.current.insert(model.stream_events(messages, tools))
+                    }
+                };
+                match stream.next().await {
+                    Some(Ok(event)) => {
+                        state.emitted = true;
+                        return Some((Ok(event), state));
+                    }
+                    Some(Err(e)) if !state.emitted && (self.on)(&e) => {
+                        if state.next < self.models.len() {
+                            state.current = None;
+                            continue;
+                        }
+                        state.done = true;
+                        let error = self.exhausted(&e);
+                        return Some((Err(error), state));
+                    }
+                    Some(Err(e)) => {
+                        state.done = true;
+                        return Some((Err(e), state));
+                    }
+                    None => return None,
+                }
+            }
+        }))
+    }
+
+    fn name(&self) -> String {
+        let names: Vec<String> = self.models.iter().map(|m| m.name()).collect();
+        format!("fallback({})", names.join(", "))
+    }
+}

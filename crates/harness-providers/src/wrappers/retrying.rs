@@ -1,0 +1,121 @@
+//! `Retrying`: asks again when a turn comes back empty.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec};
+
+/// Re-asks when a turn has no text and no tool calls, up to `attempts` calls in all, waiting
+/// `backoff · k` before the k-th retry. Transport failures are the HTTP client's business;
+/// this is for models that sometimes answer nothing. A stream is retried only while it has
+/// handed out nothing.
+pub struct Retrying<M> {
+    inner: M,
+    attempts: u32,
+    backoff: Duration,
+}
+
+fn is_empty(response: &CompletionResponse) -> bool {
+    response.content().trim().is_empty() && response.tool_calls().is_empty()
+}
+
+impl<M: Llm> Retrying<M> {
+    /// Two attempts, half a second apart.
+    pub fn new(inner: M) -> Self {
+        Self {
+            inner,
+            attempts: 2,
+            backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// Calls in all, the first included (at least 1).
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for 0.
+    pub fn attempts(mut self, attempts: u32) -> Result<Self> {
+        if attempts == 0 {
+            return Err(Error::configuration("Retrying.attempts must be at least 1, got 0"));
+        }
+        self.attempts = attempts;
+        Ok(self)
+    }
+
+    /// The wait before the first retry; the k-th waits k times this.
+    pub fn backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The model underneath.
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+
+    async fn pause(&self, retry: u32) {
+        if !self.backoff.is_zero() {
+            tokio::time::sleep(self.backoff * retry).await;
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<M: Llm> Llm for Retrying<M> {
+    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+        let mut response = self.inner.generate(messages, tools).await?;
+        let mut calls = 1;
+        while is_empty(&response) && calls < self.attempts {
+            self.pause(calls).await;
+            response = self.inner.generate(messages, tools).await?;
+            calls += 1;
+        }
+        Ok(response)
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, Result<LlmEvent>> {
+        struct State<'a> {
+            calls: u32,
+            emitted: bool,
+            current: Option<BoxStream<'a, Result<LlmEvent>>>,
+        }
+        let start = State { calls: 0, emitted: false, current: None };
+        Box::pin(futures_util::stream::unfold(start, move |mut state| async move {
+            loop {
+                let stream = match &mut state.current {
+                    Some(stream) => stream,
+                    None => {
+                        if state.calls > 0 {
+                            self.pause(state.calls).await;
+                        }
+                        state.calls += 1;
+                        state.current.insert(self.inner.stream_events(messages, tools))
+                    }
+                };
+                match stream.next().await {
+                    Some(Ok(LlmEvent::Completed(response)))
+                        if !state.emitted && is_empty(&response) && state.calls < self.attempts =>
+                    {
+                        state.current = None;
+                    }
+                    Some(Ok(LlmEvent::Completed(response))) => {
+                        state.current = Some(Box::pin(futures_util::stream::empty()));
+                        return Some((Ok(LlmEvent::Completed(response)), state));
+                    }
+                    Some(item) => {
+                        state.emitted = true;
+                        return Some((item, state));
+                    }
+                    None => return None,
+                }
+            }
+        }))
+    }
+
+    fn name(&self) -> String {
+        format!("retrying({})", self.inner.name())
+    }
+}

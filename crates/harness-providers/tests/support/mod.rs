@@ -1,0 +1,209 @@
+//! A loopback HTTP/1.1 server for provider tests: it records every request and answers
+//! each with what the test's handler says, optionally slowly or cut short.
+
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+}
+
+/// What the server answers.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Wait this long before answering.
+    pub delay: Duration,
+    /// Declare a longer body than is sent, then close: a stream cut mid-body.
+    pub cut: bool,
+    /// Send the body in pieces of this many bytes, flushing each.
+    pub chunk: Option<usize>,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into(),
+            delay: Duration::ZERO,
+            cut: false,
+            chunk: None,
+        }
+    }
+
+    pub fn sse(body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            chunk: Some(97),
+            ..Self::json(200, body)
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    pub fn cut_short(mut self) -> Self {
+        self.cut = true;
+        self
+    }
+}
+
+pub struct Server {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Request>>>,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+}
+
+impl Server {
+    /// Starts a server whose handler answers the n-th request (0-based) with a reply.
+    pub async fn start(handler: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let max_in_flight = Arc::new(AtomicUsize::new(0));
+        let handler = Arc::new(handler);
+        let (log, now, max) = (requests.clone(), in_flight.clone(), max_in_flight.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                let (handler, log, now, max) = (handler.clone(), log.clone(), now.clone(), max.clone());
+                tokio::spawn(async move {
+                    let Some(request) = read_request(&mut socket).await else { return };
+                    let index = {
+                        let mut log = log.lock().unwrap();
+                        log.push(request.clone());
+                        log.len() - 1
+                    };
+                    let current = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(current, Ordering::SeqCst);
+                    let reply = handler(index, &request);
+                    tokio::time::sleep(reply.delay).await;
+                    write_reply(&mut socket, &reply).await;
+                    now.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self { url, requests, in_flight, max_in_flight }
+    }
+
+    /// A server that answers every request with the same reply.
+    pub async fn always(reply: Reply) -> Self {
+        Self::start(move |_, _| reply.clone()).await
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Request> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split_whitespace();
+    let (method, target) = (first.next()?.to_owned(), first.next()?.to_owned());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Request { method, target, headers, body })
+}
+
+async fn write_reply(socket: &mut tokio::net::TcpStream, reply: &Reply) {
+    let declared = if reply.cut { reply.body.len() + 1000 } else { reply.body.len() };
+    let mut head = format!("HTTP/1.1 {} X\r\ncontent-length: {declared}\r\nconnection: close\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let size = reply.chunk.unwrap_or(reply.body.len().max(1));
+    for piece in reply.body.chunks(size) {
+        if socket.write_all(piece).await.is_err() {
+            return;
+        }
+        let _ = socket.flush().await;
+    }
+    let _ = socket.shutdown().await;
+}
+
+/// A file of the shared recorded traffic.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = fixtures_dir().join(path);
+    std::fs::read(&full).unwrap_or_else(|e| panic!("cannot read {}: {e}", full.display()))
+}
+
+pub fn fixture_json(path: &str) -> serde_json::Value {
+    serde_json::from_slice(&fixture(path)).unwrap()
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+}
