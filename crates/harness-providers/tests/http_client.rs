@@ -1,0 +1,162 @@
+//! The retrying HTTP client against a loopback server: Retry-After, exhausted retries with
+//! the body kept, no retry for a client error, a stream cut mid-body, the concurrency cap.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use harness_core::{Error, Llm, LlmEvent, Message};
+use harness_providers::{OpenAi, RetryPolicy};
+use support::{Reply, Server, fixture};
+
+const OK: &str = r#"{"choices": [{"message": {"content": "fine"}, "finish_reason": "stop"}]}"#;
+
+fn model(server: &Server, retry: RetryPolicy) -> OpenAi {
+    OpenAi::builder("m")
+        .api_key("k")
+        .base_url(&server.url)
+        .retry(retry)
+        .build()
+        .unwrap()
+}
+
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 4,
+        base_delay: Duration::from_millis(5),
+        max_delay: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_retried_once_after_that_long() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(429, r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#)
+                .header("retry-after", "1")
+        } else {
+            Reply::json(200, OK)
+        }
+    })
+    .await;
+    let started = Instant::now();
+    let response = model(&server, RetryPolicy::default())
+        .generate(&[Message::user("hi")], &[])
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    assert_eq!(response.content(), "fine");
+    assert_eq!(server.requests().len(), 2);
+    assert!(waited >= Duration::from_millis(950), "waited only {waited:?}");
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+}
+
+#[tokio::test]
+async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
+    let server = Server::always(Reply::json(500, r#"{"error": {"type": "server_error", "message": "the engine is overloaded"}}"#)).await;
+    let err = model(&server, quick_retries())
+        .generate(&[Message::user("hi")], &[])
+        .await
+        .unwrap_err();
+    assert_eq!(server.requests().len(), 4);
+    let Error::Provider(provider) = &err else { panic!("{err:?}") };
+    assert_eq!(provider.status(), Some(500));
+    assert_eq!(provider.error_type(), Some("server_error"));
+    assert_eq!(provider.message(), "the engine is overloaded");
+    assert!(provider.body().unwrap().contains("overloaded"));
+    assert_eq!(
+        err.to_string(),
+        "openai request failed with HTTP 500 (server_error): the engine is overloaded"
+    );
+}
+
+#[tokio::test]
+async fn a_400_is_not_retried() {
+    let server = Server::always(Reply::json(400, "not json at all")).await;
+    let err = model(&server, quick_retries())
+        .generate(&[Message::user("hi")], &[])
+        .await
+        .unwrap_err();
+    assert_eq!(server.requests().len(), 1);
+    let Error::Provider(provider) = &err else { panic!("{err:?}") };
+    assert_eq!(provider.status(), Some(400));
+    assert_eq!(provider.body(), Some("not json at all"));
+    assert!(provider.message().contains("400"), "{}", provider.message());
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_body_errors_without_a_retry_and_keeps_what_was_delivered() {
+    let body = fixture("openai/chat_stream_text_after_tool_result_include_usage.sse");
+    let half = body[..body.len() / 2].to_vec();
+    let server = Server::always(Reply::sse(half).cut_short()).await;
+    let model = model(&server, quick_retries());
+    let items: Vec<_> = model.stream_events(&[Message::user("hi")], &[]).collect().await;
+    assert_eq!(server.requests().len(), 1, "a stream whose body started is not retried");
+    let (delivered, failed): (Vec<_>, Vec<_>) = items.into_iter().partition(Result::is_ok);
+    assert_eq!(failed.len(), 1);
+    assert!(!delivered.is_empty(), "the deltas before the cut are kept");
+    assert!(delivered.iter().all(|e| matches!(e, Ok(LlmEvent::TextDelta(_)))));
+    let err = failed.into_iter().next().unwrap().unwrap_err();
+    assert!(err.to_string().contains("broke off"), "{err}");
+}
+
+#[tokio::test]
+async fn a_stream_is_retried_before_its_body_starts() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(503, "busy")
+        } else {
+            Reply::sse(fixture("openai/chat_stream_text_after_tool_result_include_usage.sse"))
+        }
+    })
+    .await;
+    let model = model(&server, quick_retries());
+    let events: Vec<LlmEvent> = model.stream_events(&[Message::user("hi")], &[]).map(|e| e.unwrap()).collect().await;
+    assert_eq!(server.requests().len(), 2);
+    assert!(matches!(events.last(), Some(LlmEvent::Completed(r)) if r.content() == "The capital of the UK is London."));
+}
+
+#[tokio::test]
+async fn max_concurrency_caps_requests_in_flight_across_tasks() {
+    let server = Server::always(Reply::json(200, OK).delayed(Duration::from_millis(150))).await;
+    let model = OpenAi::builder("m")
+        .base_url(&server.url)
+        .max_concurrency(2)
+        .build()
+        .unwrap();
+    let messages = [Message::user("hi")];
+    let calls = (0..6).map(|_| model.generate(&messages, &[]));
+    let results = futures_util::future::join_all(calls).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(server.requests().len(), 6);
+    assert_eq!(server.max_in_flight(), 2);
+}
+
+#[tokio::test]
+async fn max_concurrency_holds_for_a_streams_whole_body() {
+    let body = fixture("openai/chat_stream_text_after_tool_result_include_usage.sse");
+    let server = Server::always(Reply::sse(body).delayed(Duration::from_millis(100))).await;
+    let model = OpenAi::builder("m").base_url(&server.url).max_concurrency(1).build().unwrap();
+    let messages = [Message::user("hi")];
+    let streams = (0..3).map(|_| model.stream_events(&messages, &[]).collect::<Vec<_>>());
+    let results = futures_util::future::join_all(streams).await;
+    assert!(results.iter().all(|events| events.iter().all(Result::is_ok)));
+    assert_eq!(server.max_in_flight(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_provider_error_naming_the_url() {
+    // Bind and drop a listener: nothing listens on that port now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let model = OpenAi::builder("m")
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .retry(RetryPolicy { attempts: 2, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) })
+        .build()
+        .unwrap();
+    let err = model.generate(&[Message::user("hi")], &[]).await.unwrap_err();
+    assert!(err.is_provider());
+    assert!(err.to_string().contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")), "{err}");
+}
