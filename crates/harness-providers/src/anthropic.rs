@@ -182,17 +182,25 @@ impl AnthropicBuilder {
     /// a valid header.
     pub fn build(self) -> Result<Anthropic> {
         if self.max_tokens == 0 {
-            return Err(Error::configuration("Anthropic max_tokens must be at least 1, got 0"));
+            return Err(Error::configuration(
+                "Anthropic max_tokens must be at least 1, got 0",
+            ));
         }
         let base_url = self
             .base_url
             .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
             .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
         let mut config = HttpConfig::new("anthropic", base_url);
-        if let Some(key) = self.api_key.or_else(|| env_nonempty("ANTHROPIC_API_KEY")).filter(|k| !k.is_empty()) {
+        if let Some(key) = self
+            .api_key
+            .or_else(|| env_nonempty("ANTHROPIC_API_KEY"))
+            .filter(|k| !k.is_empty())
+        {
             config.headers.push(("x-api-key".into(), key));
         }
-        config.headers.push(("anthropic-version".into(), VERSION.into()));
+        config
+            .headers
+            .push(("anthropic-version".into(), VERSION.into()));
         config.max_concurrency = self.max_concurrency;
         config.retry = self.retry;
         if let Some(t) = self.timeout {
@@ -210,7 +218,11 @@ impl AnthropicBuilder {
 
 #[async_trait::async_trait]
 impl Llm for Anthropic {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let body = self.request_body(messages, tools, false);
         let answer = self.client.post_json("/messages", &body).await?;
         parse_response(&answer)
@@ -280,7 +292,9 @@ fn messages_to_wire(messages: &[Message]) -> (Option<String>, Vec<Value>) {
             }
             role => {
                 flush(&mut wire, &mut open_results);
-                wire.push(json!({"role": role.as_str(), "content": content_to_wire(&message.content)}));
+                wire.push(
+                    json!({"role": role.as_str(), "content": content_to_wire(&message.content)}),
+                );
             }
         }
     }
@@ -303,9 +317,10 @@ fn blocks_to_wire(content: &Content) -> Vec<Value> {
         .filter_map(|block| match block {
             Block::Text(t) if t.text.is_empty() => None,
             Block::Text(t) => Some(json!({"type": "text", "text": t.text})),
-            Block::Thinking(Thinking { text, signature: Some(signature) }) => {
-                Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
-            }
+            Block::Thinking(Thinking {
+                text,
+                signature: Some(signature),
+            }) => Some(json!({"type": "thinking", "thinking": text, "signature": signature})),
             Block::Thinking(_) => None,
             Block::Image(image) => Some(match image.url() {
                 Some(url) => json!({"type": "image", "source": {"type": "url", "url": url}}),
@@ -375,7 +390,9 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let mut blocks = Vec::new();
     let mut calls = Vec::new();
     for block in content.as_array().into_iter().flatten() {
-        let kind = required("Anthropic", block, "type")?.as_str().unwrap_or_default();
+        let kind = required("Anthropic", block, "type")?
+            .as_str()
+            .unwrap_or_default();
         let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
         match kind {
             "text" if !text("text").is_empty() => blocks.push(Block::text(text("text"))),
@@ -387,7 +404,10 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
                 blocks.push(thinking.into());
             }
             "tool_use" if !text("name").is_empty() => {
-                let input = block.get("input").cloned().unwrap_or(Value::Object(Map::new()));
+                let input = block
+                    .get("input")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new()));
                 let mut call = ToolCall::new(text("name"), input);
                 if !text("id").is_empty() {
                     call = call.with_id(text("id"));
@@ -405,7 +425,10 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
                 .and_then(Value::as_str)
                 .map_or(FinishReason::Stop, stop_reason),
         );
-    if let Some(usage) = answer.get("usage").filter(|u| u.as_object().is_some_and(|m| !m.is_empty())) {
+    if let Some(usage) = answer
+        .get("usage")
+        .filter(|u| u.as_object().is_some_and(|m| !m.is_empty()))
+    {
         let mut parts = UsageParts::default();
         parts.merge(usage);
         response = response.with_usage(parts.usage());
@@ -466,8 +489,16 @@ struct MessageStart {
 }
 
 enum Slot {
-    Content { thinking: bool, text: String, signature: Option<String> },
-    Tool { id: String, name: String, arguments: String },
+    Content {
+        thinking: bool,
+        text: String,
+        signature: Option<String>,
+    },
+    Tool {
+        id: String,
+        name: String,
+        arguments: String,
+    },
 }
 
 /// Assembles a Messages stream: content slots by index, tool slots in order, usage merged
@@ -484,7 +515,11 @@ impl MessagesAccumulator {
         let at = match self.slots.iter().position(|(i, _)| *i == index) {
             Some(at) => at,
             None => {
-                let slot = Slot::Content { thinking, text: String::new(), signature: None };
+                let slot = Slot::Content {
+                    thinking,
+                    text: String::new(),
+                    signature: None,
+                };
                 self.slots.push((index, slot));
                 self.slots.len() - 1
             }
@@ -496,34 +531,49 @@ impl MessagesAccumulator {
 impl Accumulator for MessagesAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let event: Event<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::from(ProviderError::new("anthropic", format!("unreadable stream event: {e}")).with_body(data))
+            Error::from(
+                ProviderError::new("anthropic", format!("unreadable stream event: {e}"))
+                    .with_body(data),
+            )
         })?;
         let index = event.index.unwrap_or(0);
         match event.kind.as_ref() {
             "content_block_start" => {
-                let Some(block) = event.content_block else { return Ok(()) };
+                let Some(block) = event.content_block else {
+                    return Ok(());
+                };
                 let slot = match block.kind.as_ref() {
                     "tool_use" => Slot::Tool {
-                        id: block.id.map(Cow::into_owned).unwrap_or_default(),
-                        name: block.name.map(Cow::into_owned).unwrap_or_default(),
+                        id: block.id.map(|s| s.0.into_owned()).unwrap_or_default(),
+                        name: block.name.map(|s| s.0.into_owned()).unwrap_or_default(),
                         arguments: String::new(),
                     },
-                    "text" => Slot::Content { thinking: false, text: String::new(), signature: None },
-                    "thinking" => Slot::Content { thinking: true, text: String::new(), signature: None },
+                    "text" => Slot::Content {
+                        thinking: false,
+                        text: String::new(),
+                        signature: None,
+                    },
+                    "thinking" => Slot::Content {
+                        thinking: true,
+                        text: String::new(),
+                        signature: None,
+                    },
                     _ => return Ok(()), // server-side tool blocks are the vendor's business
                 };
                 self.slots.retain(|(i, _)| *i != index);
                 self.slots.push((index, slot));
             }
             "content_block_delta" => {
-                let Some(delta) = event.delta else { return Ok(()) };
+                let Some(delta) = event.delta else {
+                    return Ok(());
+                };
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
                         if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
                             if let Slot::Content { text: acc, .. } = self.slot(index, false) {
                                 acc.push_str(&text);
                             }
-                            emit(LlmEvent::TextDelta(text.into_owned()));
+                            emit(LlmEvent::TextDelta(text.0.into_owned()));
                         }
                     }
                     Some("thinking_delta") => {
@@ -531,7 +581,7 @@ impl Accumulator for MessagesAccumulator {
                             if let Slot::Content { text: acc, .. } = self.slot(index, true) {
                                 acc.push_str(&text);
                             }
-                            emit(LlmEvent::ThinkingDelta(text.into_owned()));
+                            emit(LlmEvent::ThinkingDelta(text.0.into_owned()));
                         }
                     }
                     Some("signature_delta") => {
@@ -567,8 +617,12 @@ impl Accumulator for MessagesAccumulator {
             }
             "error" => {
                 let error = event.error.unwrap_or(Value::Null);
-                let message = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
-                let mut failure = ProviderError::new("anthropic", message.to_owned()).with_body(data);
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("stream error");
+                let mut failure =
+                    ProviderError::new("anthropic", message.to_owned()).with_body(data);
                 if let Some(kind) = error.get("type").and_then(Value::as_str) {
                     failure = failure.with_error_type(kind);
                 }
@@ -587,12 +641,28 @@ impl Accumulator for MessagesAccumulator {
         for (_, slot) in slots {
             match slot {
                 Slot::Content { text, .. } if text.is_empty() => {}
-                Slot::Content { thinking: false, text, .. } => blocks.push(Block::text(text)),
-                Slot::Content { thinking: true, text, signature } => blocks.push(Block::from(Thinking { text, signature })),
+                Slot::Content {
+                    thinking: false,
+                    text,
+                    ..
+                } => blocks.push(Block::text(text)),
+                Slot::Content {
+                    thinking: true,
+                    text,
+                    signature,
+                } => blocks.push(Block::from(Thinking { text, signature })),
                 Slot::Tool { name, .. } if name.is_empty() => {}
-                Slot::Tool { id, name, arguments } => {
+                Slot::Tool {
+                    id,
+                    name,
+                    arguments,
+                } => {
                     let call = ToolCall::new(name, lenient_arguments(&arguments));
-                    calls.push(if id.is_empty() { call } else { call.with_id(id) });
+                    calls.push(if id.is_empty() {
+                        call
+                    } else {
+                        call.with_id(id)
+                    });
                 }
             }
         }

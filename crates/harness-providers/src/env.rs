@@ -43,8 +43,16 @@ const KEYED: &[(&str, &str, &str)] = &[
     ("MISTRAL_API_KEY", "mistral", "mistral-small-latest"),
     ("DEEPSEEK_API_KEY", "deepseek", "deepseek-chat"),
     ("OPENROUTER_API_KEY", "openrouter", "openai/gpt-4o-mini"),
-    ("TOGETHER_API_KEY", "together", "meta-llama/Llama-3.3-70B-Instruct-Turbo"),
-    ("FIREWORKS_API_KEY", "fireworks", "accounts/fireworks/models/llama-v3p3-70b-instruct"),
+    (
+        "TOGETHER_API_KEY",
+        "together",
+        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    ),
+    (
+        "FIREWORKS_API_KEY",
+        "fireworks",
+        "accounts/fireworks/models/llama-v3p3-70b-instruct",
+    ),
     ("CEREBRAS_API_KEY", "cerebras", "llama-3.3-70b"),
     ("XAI_API_KEY", "xai", "grok-3-mini"),
 ];
@@ -74,7 +82,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         )));
     };
     let model = model.trim();
-    let compatible = |builder: OpenAiBuilder| -> Result<Arc<dyn Llm>> { Ok(Arc::new(builder.build()?)) };
+    let compatible =
+        |builder: OpenAiBuilder| -> Result<Arc<dyn Llm>> { Ok(Arc::new(builder.build()?)) };
     match provider.trim() {
         "openai" => compatible(OpenAi::builder(model)),
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
@@ -121,7 +130,9 @@ pub fn model_from_env() -> Result<ModelChoice> {
         if env_nonempty(var).is_some() {
             return Ok(ModelChoice {
                 model: model_from_spec(&format!("{provider}:{model}"))?,
-                reason: format!("{var} is set; using {provider}:{model} (set DEEPHARNESS_MODEL to choose)"),
+                reason: format!(
+                    "{var} is set; using {provider}:{model} (set DEEPHARNESS_MODEL to choose)"
+                ),
             });
         }
     }
@@ -130,7 +141,10 @@ pub fn model_from_env() -> Result<ModelChoice> {
             let built = OpenAiBuilder::for_service(*service, model.clone()).build()?;
             return Ok(ModelChoice {
                 model: Arc::new(built),
-                reason: format!("a {} server answers on 127.0.0.1:{port}; using {model}", service.id),
+                reason: format!(
+                    "a {} server answers on 127.0.0.1:{port}; using {model}",
+                    service.id
+                ),
             });
         }
     }
@@ -147,24 +161,33 @@ pub fn model_from_env() -> Result<ModelChoice> {
 fn probe_local(port: u16) -> Option<String> {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_millis(150)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_millis(800))).ok()?;
-    stream.set_write_timeout(Some(Duration::from_millis(300))).ok()?;
-    let request = format!("GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(800)))
+        .ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_millis(300)))
+        .ok()?;
+    let request = format!(
+        "GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n"
+    );
     stream.write_all(request.as_bytes()).ok()?;
     let mut answer = Vec::new();
     stream.take(1 << 20).read_to_end(&mut answer).ok()?;
     let answer = String::from_utf8_lossy(&answer);
     let (head, body) = answer.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.") || !head.split_whitespace().nth(1).is_some_and(|s| s == "200") {
+    let status = head.split_whitespace().nth(1);
+    if !head.starts_with("HTTP/1.") || status != Some("200") {
         return None;
     }
-    let listed = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
-        v.get("data")?
-            .as_array()?
-            .first()?
-            .get("id")?
-            .as_str()
-            .map(str::to_owned)
-    });
+    let listed = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("data")?
+                .as_array()?
+                .first()?
+                .get("id")?
+                .as_str()
+                .map(str::to_owned)
+        });
     Some(listed.unwrap_or_else(|| "default".to_owned()))
 }

@@ -6,11 +6,13 @@ use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
     ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::{HttpClient, HttpConfig, RetryPolicy};
 use crate::openai::env_nonempty;
 use crate::rest::{self, Accumulator, StreamRequest, required};
+use crate::wire::{Few, Text};
 
 /// A Gemini model.
 ///
@@ -77,7 +79,10 @@ impl Gemini {
         let (system, contents) = messages_to_wire(messages)?;
         body.insert("contents".into(), Value::Array(contents));
         if let Some(system) = system {
-            body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+            body.insert(
+                "systemInstruction".into(),
+                json!({"parts": [{"text": system}]}),
+            );
         }
         if !tools.is_empty() {
             let declarations: Vec<Value> = tools
@@ -90,7 +95,10 @@ impl Gemini {
                     })
                 })
                 .collect();
-            body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+            body.insert(
+                "tools".into(),
+                json!([{"functionDeclarations": declarations}]),
+            );
         }
         if let Some(level) = self.reasoning_effort {
             body.insert(
@@ -172,7 +180,11 @@ impl GeminiBuilder {
 
 #[async_trait::async_trait]
 impl Llm for Gemini {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let body = self.request_body(messages, tools)?;
         let path = format!("/models/{}:generateContent", self.model);
         let answer = self.client.post_json(&path, &body).await?;
@@ -233,7 +245,8 @@ fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)
                 let mut signature = signature_of(&message.content);
                 let mut parts = parts_of(&message.content)?;
                 for call in &message.tool_calls {
-                    let mut function_call = json!({"name": call.name, "args": Value::Object(call.arguments.clone())});
+                    let mut function_call =
+                        json!({"name": call.name, "args": Value::Object(call.arguments.clone())});
                     if let Some(id) = &call.id {
                         function_call["id"] = Value::from(id.as_str());
                     }
@@ -261,7 +274,9 @@ fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)
 /// The first thought signature of a turn, kept as a signed thinking block.
 fn signature_of(content: &Content) -> Option<String> {
     content.blocks().iter().find_map(|b| match b {
-        Block::Thinking(Thinking { signature: Some(s), .. }) => Some(s.clone()),
+        Block::Thinking(Thinking {
+            signature: Some(s), ..
+        }) => Some(s.clone()),
         _ => None,
     })
 }
@@ -339,12 +354,23 @@ fn read_parts(answer: &Value) -> Parts {
             blocks.push(Thinking::signed("", signature).into());
         }
         let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
-        if let Some(text) = part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            blocks.push(if thought { Thinking::new(text).into() } else { Block::text(text) });
+        if let Some(text) = part
+            .get("text")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            blocks.push(if thought {
+                Thinking::new(text).into()
+            } else {
+                Block::text(text)
+            });
         }
         if let Some(call) = part.get("functionCall") {
             let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-            let args = call.get("args").cloned().unwrap_or(Value::Object(Map::new()));
+            let args = call
+                .get("args")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
             let mut tool_call = ToolCall::new(name, args);
             if let Some(id) = call.get("id").and_then(Value::as_str) {
                 tool_call = tool_call.with_id(id);
@@ -379,12 +405,86 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     Ok(response)
 }
 
+#[derive(Deserialize)]
+struct StreamChunk<'a> {
+    #[serde(borrow, default)]
+    candidates: Few<StreamCandidate<'a>>,
+    #[serde(rename = "usageMetadata", default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct StreamCandidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<StreamContent<'a>>,
+    #[serde(rename = "finishReason", borrow, default)]
+    finish: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct StreamContent<'a> {
+    #[serde(borrow, default)]
+    parts: Few<StreamPart<'a>>,
+}
+
+#[derive(Deserialize)]
+struct StreamPart<'a> {
+    #[serde(borrow, default)]
+    text: Text<'a>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(rename = "thoughtSignature", borrow, default)]
+    signature: Text<'a>,
+    #[serde(rename = "functionCall", default)]
+    function_call: Option<FunctionCallWire>,
+}
+
+#[derive(Deserialize)]
+struct FunctionCallWire {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageWire {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+    #[serde(default)]
+    total_token_count: Option<u64>,
+    #[serde(default)]
+    cached_content_token_count: u64,
+}
+
+impl UsageWire {
+    fn usage(&self) -> TokenUsage {
+        let completion = self.candidates_token_count + self.thoughts_token_count;
+        let total = self
+            .total_token_count
+            .unwrap_or(self.prompt_token_count + completion);
+        TokenUsage::new(self.prompt_token_count, completion, total)
+            .with_cached(self.cached_content_token_count)
+    }
+}
+
 /// Assembles a Gemini stream: each chunk is an answer of its own, so text is handed out as
 /// it comes, calls are collected whole, and the latest usage and finish reason win. A chunk
 /// without candidates (usage only) is fine.
 #[derive(Default)]
 pub(crate) struct ContentAccumulator {
-    blocks: Vec<Block>,
+    signature: Option<String>,
+    thinking: String,
+    text: String,
     calls: Vec<ToolCall>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
@@ -392,34 +492,68 @@ pub(crate) struct ContentAccumulator {
 
 impl Accumulator for ContentAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            Error::from(ProviderError::new("gemini", format!("unreadable stream chunk: {e}")).with_body(data))
+        let chunk: StreamChunk<'_> = serde_json::from_str(data).map_err(|e| {
+            Error::from(
+                ProviderError::new("gemini", format!("unreadable stream chunk: {e}"))
+                    .with_body(data),
+            )
         })?;
-        if let Some(error) = chunk.get("error") {
-            let message = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
-            return Err(ProviderError::new("gemini", message.to_owned()).with_body(data).into());
+        if let Some(error) = chunk.error {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("stream error");
+            return Err(ProviderError::new("gemini", message.to_owned())
+                .with_body(data)
+                .into());
         }
-        let parts = read_parts(&chunk);
-        for block in parts.blocks {
-            match &block {
-                Block::Text(t) => emit(LlmEvent::TextDelta(t.text.clone())),
-                Block::Thinking(t) if !t.text.is_empty() => emit(LlmEvent::ThinkingDelta(t.text.clone())),
-                _ => {}
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(usage.usage());
+        }
+        let Some(candidate) = chunk.candidates.first() else {
+            return Ok(());
+        };
+        if let Some(reason) = &candidate.finish {
+            self.finish = Some(finish_reason(reason));
+        }
+        let parts = candidate.content.iter().flat_map(|c| c.parts.iter());
+        for part in parts {
+            if let (Some(signature), None) = (&part.signature, &self.signature) {
+                self.signature = Some(signature.to_string());
             }
-            self.blocks.push(block);
-        }
-        self.calls.extend(parts.calls);
-        if parts.usage.is_some() {
-            self.usage = parts.usage;
-        }
-        if parts.finish.is_some() {
-            self.finish = parts.finish;
+            if let Some(text) = part.text.as_ref().filter(|t| !t.is_empty()) {
+                if part.thought == Some(true) {
+                    self.thinking.push_str(text);
+                    emit(LlmEvent::ThinkingDelta(text.to_string()));
+                } else {
+                    self.text.push_str(text);
+                    emit(LlmEvent::TextDelta(text.to_string()));
+                }
+            }
+            if let Some(call) = &part.function_call {
+                let args = call.args.clone().unwrap_or(Value::Object(Map::new()));
+                let tool_call = ToolCall::new(call.name.clone(), args);
+                self.calls.push(match &call.id {
+                    Some(id) => tool_call.with_id(id.clone()),
+                    None => tool_call,
+                });
+            }
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<CompletionResponse> {
-        let mut response = CompletionResponse::from_blocks(std::mem::take(&mut self.blocks))
+        let mut blocks: Vec<Block> = Vec::new();
+        if let Some(signature) = self.signature.take() {
+            blocks.push(Thinking::signed("", signature).into());
+        }
+        if !self.thinking.is_empty() {
+            blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into());
+        }
+        if !self.text.is_empty() {
+            blocks.push(Block::text(std::mem::take(&mut self.text)));
+        }
+        let mut response = CompletionResponse::from_blocks(blocks)
             .with_tool_calls(std::mem::take(&mut self.calls))
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
         if let Some(usage) = self.usage {

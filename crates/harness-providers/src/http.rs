@@ -106,7 +106,7 @@ pub struct HttpClient {
 /// body is read to its end.
 pub(crate) struct Streaming {
     pub(crate) response: Response,
-    pub(crate) _permit: Option<OwnedSemaphorePermit>,
+    pub(crate) permit: Option<OwnedSemaphorePermit>,
 }
 
 impl HttpClient {
@@ -128,9 +128,8 @@ impl HttpClient {
         }
         let mut headers = HeaderMap::new();
         for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                Error::configuration(format!("invalid header name {name:?}: {e}"))
-            })?;
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| Error::configuration(format!("invalid header name {name:?}: {e}")))?;
             let mut value = HeaderValue::from_str(value).map_err(|e| {
                 Error::configuration(format!(
                     "invalid value for header {name}: {e}; check the API key for stray \
@@ -174,7 +173,10 @@ impl HttpClient {
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
         let _permit = self.acquire().await?;
         let response = self.send_with_retries(path, body, &[]).await?;
-        let bytes = response.bytes().await.map_err(|e| self.transport_error(path, &e))?;
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(path, &e))?;
         serde_json::from_slice(&bytes).map_err(|e| {
             Error::from(
                 ProviderError::new(
@@ -196,10 +198,7 @@ impl HttpClient {
     ) -> Result<Streaming> {
         let permit = self.acquire().await?;
         let response = self.send_with_retries(path, body, query).await?;
-        Ok(Streaming {
-            response,
-            _permit: permit,
-        })
+        Ok(Streaming { response, permit })
     }
 
     async fn acquire(&self) -> Result<Option<OwnedSemaphorePermit>> {
@@ -237,12 +236,11 @@ impl HttpClient {
                 .await;
             let delay = match sent {
                 Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) if !last && retryable(response.status()) => {
-                    retry_after(&response).map_or_else(
+                Ok(response) if !last && retryable(response.status()) => retry_after(&response)
+                    .map_or_else(
                         || self.config.retry.backoff(attempt),
                         |d| d.min(self.config.retry.max_delay),
-                    )
-                }
+                    ),
                 Ok(response) => return Err(self.status_error(path, response).await),
                 Err(e) if !last && is_transient(&e) => self.config.retry.backoff(attempt),
                 Err(e) => return Err(self.transport_error(path, &e)),
@@ -338,7 +336,9 @@ fn vendor_error(body: &str) -> (Option<String>, Option<String>) {
             _ => None,
         })
     };
-    let kind = text("type").or_else(|| text("status")).or_else(|| text("code"));
+    let kind = text("type")
+        .or_else(|| text("status"))
+        .or_else(|| text("code"));
     (kind, text("message"))
 }
 
@@ -361,8 +361,13 @@ mod tests {
     fn vendor_errors_are_read_from_each_shape() {
         let (kind, message) =
             vendor_error(r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#);
-        assert_eq!((kind.as_deref(), message.as_deref()), (Some("rate_limit_error"), Some("slow down")));
-        let (kind, _) = vendor_error(r#"{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "m"}}"#);
+        assert_eq!(
+            (kind.as_deref(), message.as_deref()),
+            (Some("rate_limit_error"), Some("slow down"))
+        );
+        let (kind, _) = vendor_error(
+            r#"{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "m"}}"#,
+        );
         assert_eq!(kind.as_deref(), Some("INVALID_ARGUMENT"));
         assert_eq!(vendor_error("<html>"), (None, None));
     }
@@ -373,6 +378,9 @@ mod tests {
         assert_eq!(config.base_url, "http://127.0.0.1:1");
         config.max_concurrency = Some(0);
         let err = HttpClient::new(config).unwrap_err();
-        assert_eq!(err.to_string(), "max_concurrency must be at least 1 when set, got 0");
+        assert_eq!(
+            err.to_string(),
+            "max_concurrency must be at least 1 when set, got 0"
+        );
     }
 }

@@ -34,6 +34,7 @@ pub use openai::{
     Cerebras, DeepSeek, Fireworks, Groq, LlamaCpp, LmStudio, Mistral, Ollama, OpenAi,
     OpenAiBuilder, OpenRouter, Together, Vllm, Xai,
 };
+pub use rest::{StreamFormat, decode_stream};
 pub use sse::{SseDecoder, SseEvent};
 pub use wrappers::{Caching, Fallback, RateLimited, Retrying};
 

@@ -1,6 +1,5 @@
 //! OpenAI Chat Completions, and every gateway and local server that speaks it.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use harness_core::{
@@ -234,7 +233,11 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 
 #[async_trait::async_trait]
 impl Llm for OpenAi {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let body = self.request_body(messages, tools, false);
         let answer = self.client.post_json("/chat/completions", &body).await?;
         parse_response(&answer)
@@ -317,7 +320,10 @@ pub(crate) fn message_to_wire(message: &Message) -> Value {
 
 fn content_to_wire(content: &Content) -> Value {
     let blocks = content.blocks();
-    if blocks.iter().all(|b| matches!(b, Block::Text(_) | Block::Thinking(_))) {
+    if blocks
+        .iter()
+        .all(|b| matches!(b, Block::Text(_) | Block::Thinking(_)))
+    {
         return Value::from(content.text().as_ref());
     }
     Value::Array(
@@ -376,17 +382,28 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
         let mut body = answer.to_string();
         body.truncate(200);
-        return Err(ProviderError::new("openai", format!("OpenAI response has no choices: {body}")).into());
+        return Err(ProviderError::new(
+            "openai",
+            format!("OpenAI response has no choices: {body}"),
+        )
+        .into());
     };
     let message = required("OpenAI", choice, "message")?;
     let mut blocks = Vec::new();
-    let reasoning = ["reasoning_content", "reasoning"]
-        .iter()
-        .find_map(|k| message.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()));
+    let reasoning = ["reasoning_content", "reasoning"].iter().find_map(|k| {
+        message
+            .get(*k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    });
     if let Some(reasoning) = reasoning {
         blocks.push(Block::from(Thinking::new(reasoning)));
     }
-    if let Some(text) = message.get("content").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    if let Some(text) = message
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         blocks.push(Block::text(text));
     }
     let mut calls = Vec::new();
@@ -398,8 +415,13 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     {
         let id = required("OpenAI", call, "id")?.as_str().unwrap_or_default();
         let function = required("OpenAI", call, "function")?;
-        let name = required("OpenAI", function, "name")?.as_str().unwrap_or_default();
-        let arguments = function.get("arguments").and_then(Value::as_str).unwrap_or("{}");
+        let name = required("OpenAI", function, "name")?
+            .as_str()
+            .unwrap_or_default();
+        let arguments = function
+            .get("arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
         calls.push(ToolCall::new(name, lenient_arguments(arguments)).with_id(id));
     }
     let mut response = CompletionResponse::from_blocks(blocks)
@@ -486,7 +508,10 @@ pub(crate) struct ChatAccumulator {
 impl Accumulator for ChatAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::from(ProviderError::new("openai", format!("unreadable stream chunk: {e}")).with_body(data))
+            Error::from(
+                ProviderError::new("openai", format!("unreadable stream chunk: {e}"))
+                    .with_body(data),
+            )
         })?;
         if let Some(usage) = usage_from(chunk.usage.as_ref()) {
             self.usage = Some(usage);
@@ -505,7 +530,10 @@ impl Accumulator for ChatAccumulator {
             let at = match self.calls.iter().position(|c| c.index == index) {
                 Some(at) => at,
                 None => {
-                    self.calls.push(CallSlot { index, ..CallSlot::default() });
+                    self.calls.push(CallSlot {
+                        index,
+                        ..CallSlot::default()
+                    });
                     self.calls.len() - 1
                 }
             };
@@ -520,12 +548,19 @@ impl Accumulator for ChatAccumulator {
                 push(&mut slot.arguments, function.arguments.as_ref());
             }
         }
-        let reasoning = delta.reasoning_content.as_ref().or(delta.reasoning.as_ref());
+        let reasoning = delta
+            .reasoning_content
+            .as_ref()
+            .or(delta.reasoning.as_ref());
         if let Some(r) = reasoning.filter(|_| push(&mut self.thinking, reasoning)) {
-            emit(LlmEvent::ThinkingDelta(Cow::to_string(r)));
+            emit(LlmEvent::ThinkingDelta(r.to_string()));
         }
-        if let Some(t) = delta.content.as_ref().filter(|_| push(&mut self.text, delta.content.as_ref())) {
-            emit(LlmEvent::TextDelta(Cow::to_string(t)));
+        if let Some(t) = delta
+            .content
+            .as_ref()
+            .filter(|_| push(&mut self.text, delta.content.as_ref()))
+        {
+            emit(LlmEvent::TextDelta(t.to_string()));
         }
         Ok(())
     }
@@ -543,7 +578,11 @@ impl Accumulator for ChatAccumulator {
             .filter(|slot| !slot.name.is_empty())
             .map(|slot| {
                 let call = ToolCall::new(slot.name, lenient_arguments(&slot.arguments));
-                if slot.id.is_empty() { call } else { call.with_id(slot.id) }
+                if slot.id.is_empty() {
+                    call
+                } else {
+                    call.with_id(slot.id)
+                }
             })
             .collect();
         let mut response = CompletionResponse::from_blocks(blocks)
@@ -570,10 +609,12 @@ macro_rules! compatible {
                 base_url_var: None,
             };
 
-            /// The model `model` on this service, with its defaults.
+            /// The model `model` on this service, with its defaults: an [`OpenAi`] pointed at
+            /// the service.
             ///
             /// # Errors
             /// As [`OpenAiBuilder::build`].
+            #[allow(clippy::new_ret_no_self)] // the service is a preset of `OpenAi`
             pub fn new(model: impl Into<String>) -> Result<OpenAi> {
                 Self::builder(model).build()
             }

@@ -81,12 +81,15 @@ pub(crate) fn stream<'a, A: Accumulator + 'a>(
                 State::Reading(reading) => reading,
                 State::Start(client, request) => {
                     let query: Vec<(&str, &str)> = request.query.clone();
-                    match client.post_stream(&request.path, &request.body, &query).await {
-                        Ok(Streaming { response, _permit }) => Box::new(Reading {
+                    match client
+                        .post_stream(&request.path, &request.body, &query)
+                        .await
+                    {
+                        Ok(Streaming { response, permit }) => Box::new(Reading {
                             client,
                             path: request.path,
                             body: response.bytes_stream().boxed(),
-                            _streaming_permit: _permit,
+                            _streaming_permit: permit,
                             decoder: SseDecoder::new(),
                             accumulator: request.accumulator,
                             queue: VecDeque::new(),
@@ -148,5 +151,77 @@ pub(crate) fn lenient_arguments(text: &str) -> Value {
     match serde_json::from_str::<Value>(text.trim()) {
         Ok(value @ Value::Object(_)) => value,
         _ => Value::Object(serde_json::Map::new()),
+    }
+}
+
+/// The stream formats of the vendors, for [`decode_stream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFormat {
+    /// OpenAI Chat Completions (and every compatible gateway and local server).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini `streamGenerateContent?alt=sse`.
+    Gemini,
+}
+
+/// Reads a whole recorded SSE body the way the provider reads a live one, in `chunk`-byte
+/// pieces, handing each delta to `emit`; returns the assembled turn. For tests and tools
+/// that replay recorded traffic without a server.
+///
+/// # Errors
+/// [`Error::Provider`] for a chunk the vendor's format does not allow.
+pub fn decode_stream(
+    format: StreamFormat,
+    body: &[u8],
+    chunk: usize,
+    mut emit: impl FnMut(LlmEvent),
+) -> Result<CompletionResponse> {
+    match format {
+        StreamFormat::OpenAi => decode_with(
+            crate::openai::ChatAccumulator::default(),
+            body,
+            chunk,
+            &mut emit,
+        ),
+        StreamFormat::Anthropic => decode_with(
+            crate::anthropic::MessagesAccumulator::default(),
+            body,
+            chunk,
+            &mut emit,
+        ),
+        StreamFormat::Gemini => decode_with(
+            crate::gemini::ContentAccumulator::default(),
+            body,
+            chunk,
+            &mut emit,
+        ),
+    }
+}
+
+fn decode_with<A: Accumulator>(
+    mut accumulator: A,
+    body: &[u8],
+    chunk: usize,
+    emit: &mut dyn FnMut(LlmEvent),
+) -> Result<CompletionResponse> {
+    let mut decoder = SseDecoder::new();
+    let mut failure = None;
+    let mut read = |event: crate::sse::SseEvent<'_>| {
+        let data = event.data.trim();
+        if failure.is_some() || data.is_empty() || data == "[DONE]" {
+            return;
+        }
+        if let Err(e) = accumulator.feed(data, emit) {
+            failure = Some(e);
+        }
+    };
+    for piece in body.chunks(chunk.max(1)) {
+        decoder.feed(piece, &mut read);
+    }
+    decoder.finish(&mut read);
+    match failure {
+        Some(e) => Err(e),
+        None => accumulator.finish(),
     }
 }

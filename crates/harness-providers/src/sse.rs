@@ -66,7 +66,11 @@ impl SseDecoder {
                 return;
             }
             self.started = true;
-            let start = if head.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+            let start = if head.starts_with(b"\xEF\xBB\xBF") {
+                3
+            } else {
+                0
+            };
             self.feed_started(&head[start..], &mut on_event);
             return;
         }
@@ -193,7 +197,11 @@ mod tests {
         let mut decoder = SseDecoder::new();
         let mut out = Vec::new();
         let mut push = |e: SseEvent<'_>| {
-            out.push((e.event.to_owned(), e.data.to_owned(), e.id.map(str::to_owned)));
+            out.push((
+                e.event.to_owned(),
+                e.data.to_owned(),
+                e.id.map(str::to_owned),
+            ));
         };
         for chunk in chunks {
             decoder.feed(chunk, &mut push);
@@ -210,7 +218,8 @@ mod tests {
 
     #[test]
     fn fields_comments_and_multi_line_data() {
-        let body = b": priming\nid: 7\nevent: delta\ndata: one\ndata:two\nretry: 500\n\ndata: [DONE]\n\n";
+        let body =
+            b": priming\nid: 7\nevent: delta\ndata: one\ndata:two\nretry: 500\n\ndata: [DONE]\n\n";
         let events = decode_in(&[body]);
         assert_eq!(
             events,
@@ -243,11 +252,18 @@ mod tests {
         let body = b"\xEF\xBB\xBFdata: x\n\n";
         for at in 0..body.len() {
             let events = decode_in(&[&body[..at], &body[at..]]);
-            assert_eq!(events, vec![("message".into(), "x".into(), None)], "split at {at}");
+            assert_eq!(
+                events,
+                vec![("message".into(), "x".into(), None)],
+                "split at {at}"
+            );
         }
         // One byte at a time.
         let chunks: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(decode_in(&chunks), vec![("message".into(), "x".into(), None)]);
+        assert_eq!(
+            decode_in(&chunks),
+            vec![("message".into(), "x".into(), None)]
+        );
     }
 
     #[test]
@@ -258,7 +274,10 @@ mod tests {
             decode_in(&[b"id: 1\ndata:\n\nevent: x\n\n"]),
             vec![("message".into(), String::new(), Some("1".into()))]
         );
-        assert_eq!(decode_in(&[b"data: tail"]), vec![("message".into(), "tail".into(), None)]);
+        assert_eq!(
+            decode_in(&[b"data: tail"]),
+            vec![("message".into(), "tail".into(), None)]
+        );
     }
 
     #[test]

@@ -32,7 +32,6 @@ impl<T> Few<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.first.iter().chain(self.rest.iter())
     }
-
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
@@ -74,11 +73,54 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
     }
 }
 
-/// Text borrowed from the chunk when it has no escapes, owned when it does.
-pub(crate) type Text<'a> = Option<Cow<'a, str>>;
+/// A string borrowed from the chunk when it has no escapes, owned when it does.
+///
+/// serde borrows a `Cow<str>` field only when the field is that type itself; inside an
+/// `Option` it would always allocate. This newtype borrows wherever it stands.
+#[derive(Debug)]
+pub(crate) struct Str<'a>(pub(crate) Cow<'a, str>);
 
-/// Appends a borrowed piece, allocating only when the target must grow.
-pub(crate) fn push(target: &mut String, piece: Option<&Cow<'_, str>>) -> bool {
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = Str<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+/// An optional string field of a chunk.
+pub(crate) type Text<'a> = Option<Str<'a>>;
+
+/// Appends a piece, allocating only when the target must grow.
+pub(crate) fn push(target: &mut String, piece: Option<&Str<'_>>) -> bool {
     match piece {
         Some(text) if !text.is_empty() => {
             target.push_str(text);

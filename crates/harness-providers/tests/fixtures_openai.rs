@@ -13,7 +13,11 @@ use harness_providers::{LlamaCpp, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
 use support::{Reply, Server, fixture, fixture_json};
 
-async fn generate(path: &str, messages: &[Message], tools: &[ToolSpec]) -> (CompletionResponse, Server) {
+async fn generate(
+    path: &str,
+    messages: &[Message],
+    tools: &[ToolSpec],
+) -> (CompletionResponse, Server) {
     let server = Server::always(Reply::json(200, fixture(path))).await;
     let model = OpenAi::builder("gpt-4o-mini")
         .api_key("sk-test")
@@ -70,17 +74,29 @@ fn get_capital() -> ToolSpec {
 
 #[tokio::test]
 async fn nonstream_tool_call() {
-    let (response, server) = generate("openai/chat_nonstream_tool_call.json", &[Message::user("?")], &[]).await;
+    let (response, server) = generate(
+        "openai/chat_nonstream_tool_call.json",
+        &[Message::user("?")],
+        &[],
+    )
+    .await;
     assert_eq!(
         response.tool_calls(),
-        &[ToolCall::new("get_capital", json!({"country": "England"})).with_id("call_SkEQ3ZGSJC8m6AvaIGNuuKdm")]
+        &[ToolCall::new("get_capital", json!({"country": "England"}))
+            .with_id("call_SkEQ3ZGSJC8m6AvaIGNuuKdm")]
     );
     assert_eq!(response.content(), "");
     assert_eq!(response.thinking(), "");
     assert_eq!(response.finish_reason(), FinishReason::Stop);
-    assert_eq!(response.usage(), Some(&TokenUsage::new(104, 16, 120).with_cached(0)));
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(104, 16, 120).with_cached(0))
+    );
     let request = &server.requests()[0];
-    assert_eq!((request.method.as_str(), request.target.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(
+        (request.method.as_str(), request.target.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
     assert_eq!(request.header("authorization"), Some("Bearer sk-test"));
     assert_eq!(request.header("content-type"), Some("application/json"));
 }
@@ -100,10 +116,16 @@ async fn nonstream_parallel_tool_calls() {
     assert_eq!(
         response.tool_calls(),
         &[
-            ToolCall::new("GetWeatherArgs", json!({"city": "Edinburgh", "country": "GB", "units": "c"}))
-                .with_id("call_fdNz3vOBKYgOIpMdWotB9MjY"),
-            ToolCall::new("get_stock_price", json!({"ticker": "AAPL", "exchange": "NASDAQ"}))
-                .with_id("call_h1DWI1POMJLb0KwIyQHWXD4p"),
+            ToolCall::new(
+                "GetWeatherArgs",
+                json!({"city": "Edinburgh", "country": "GB", "units": "c"})
+            )
+            .with_id("call_fdNz3vOBKYgOIpMdWotB9MjY"),
+            ToolCall::new(
+                "get_stock_price",
+                json!({"ticker": "AAPL", "exchange": "NASDAQ"})
+            )
+            .with_id("call_h1DWI1POMJLb0KwIyQHWXD4p"),
         ]
     );
     assert_eq!(response.usage(), Some(&TokenUsage::new(149, 60, 209)));
@@ -114,8 +136,11 @@ async fn nonstream_strict_tool_call() {
     let (response, _) = generate("openai/chat_nonstream_strict_tool_call.json", &[], &[]).await;
     assert_eq!(
         response.tool_calls(),
-        &[ToolCall::new("get_weather", json!({"city": "San Francisco", "state": "CA"}))
-            .with_id("call_CUdUoJpsWWVdxXntucvnol1M")]
+        &[ToolCall::new(
+            "get_weather",
+            json!({"city": "San Francisco", "state": "CA"})
+        )
+        .with_id("call_CUdUoJpsWWVdxXntucvnol1M")]
     );
     assert_eq!(response.usage(), Some(&TokenUsage::new(48, 19, 67)));
     assert_eq!(response.finish_reason(), FinishReason::Stop);
@@ -124,11 +149,16 @@ async fn nonstream_strict_tool_call() {
 #[tokio::test]
 async fn stream_tool_call_with_usage_in_a_choiceless_chunk() {
     let (events, _) = stream("openai/chat_stream_tool_call_include_usage.sse", &[], &[]).await;
-    assert_eq!(events.len(), 1, "a tool-call turn streams as just Completed: {events:?}");
+    assert_eq!(
+        events.len(),
+        1,
+        "a tool-call turn streams as just Completed: {events:?}"
+    );
     let response = completed(&events);
     assert_eq!(
         response.tool_calls(),
-        &[ToolCall::new("get_capital", json!({"country": "UK"})).with_id("call_ZR5UUuTt3pf61kjwAJIYdVMj")]
+        &[ToolCall::new("get_capital", json!({"country": "UK"}))
+            .with_id("call_ZR5UUuTt3pf61kjwAJIYdVMj")]
     );
     assert_eq!(response.usage(), Some(&TokenUsage::new(53, 15, 68)));
     assert_eq!(response.finish_reason(), FinishReason::Stop);
@@ -140,15 +170,23 @@ async fn stream_single_tool_call_split_over_many_chunks() {
     let response = completed(&events);
     assert_eq!(
         response.tool_calls(),
-        &[ToolCall::new("GetWeatherArgs", json!({"city": "Edinburgh", "country": "UK", "units": "c"}))
-            .with_id("call_c91SqDXlYFuETYv8mUHzz6pp")]
+        &[ToolCall::new(
+            "GetWeatherArgs",
+            json!({"city": "Edinburgh", "country": "UK", "units": "c"})
+        )
+        .with_id("call_c91SqDXlYFuETYv8mUHzz6pp")]
     );
     assert_eq!(response.usage(), Some(&TokenUsage::new(76, 24, 100)));
 }
 
 #[tokio::test]
 async fn stream_text_after_tool_result() {
-    let (events, _) = stream("openai/chat_stream_text_after_tool_result_include_usage.sse", &[], &[]).await;
+    let (events, _) = stream(
+        "openai/chat_stream_text_after_tool_result_include_usage.sse",
+        &[],
+        &[],
+    )
+    .await;
     let response = completed(&events);
     assert_eq!(text_deltas(&events), "The capital of the UK is London.");
     assert_eq!(response.content(), "The capital of the UK is London.");
@@ -162,9 +200,11 @@ fn capital_conversation() -> Vec<Message> {
     vec![
         Message::user("What is the capital of France?"),
         Message::assistant("").with_tool_calls(vec![
-            ToolCall::new("get_capital", json!({"country": "France"})).with_id("pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"),
+            ToolCall::new("get_capital", json!({"country": "France"}))
+                .with_id("pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"),
         ]),
-        Message::tool("Paris", "get_capital").with_call_id("pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"),
+        Message::tool("Paris", "get_capital")
+            .with_call_id("pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"),
         Message::assistant("The capital of France is Paris.\n"),
         Message::user("What is the capital of England?"),
     ]
@@ -192,7 +232,10 @@ fn assert_same_shape(ours: &Value, recorded: &Value) {
             })
             .collect()
     };
-    assert_eq!(normalise(&ours["messages"]), normalise(&recorded["messages"]));
+    assert_eq!(
+        normalise(&ours["messages"]),
+        normalise(&recorded["messages"])
+    );
     // `strict` is the caller's choice in pydantic-ai, not a field of ours.
     let without_strict = |tools: Option<&Value>| {
         tools.cloned().map(|mut t| {
@@ -202,7 +245,10 @@ fn assert_same_shape(ours: &Value, recorded: &Value) {
             t
         })
     };
-    assert_eq!(without_strict(ours.get("tools")), without_strict(recorded.get("tools")));
+    assert_eq!(
+        without_strict(ours.get("tools")),
+        without_strict(recorded.get("tools"))
+    );
     for key in ["model", "stream", "stream_options"] {
         if let Some(value) = ours.get(key) {
             assert_eq!(Some(value), recorded.get(key), "{key}");
@@ -218,7 +264,11 @@ fn tools_of(recorded: &Value) -> Vec<ToolSpec> {
         .iter()
         .map(|t| {
             let f = &t["function"];
-            ToolSpec::new(f["name"].as_str().unwrap(), f["description"].as_str().unwrap_or(""), f["parameters"].clone())
+            ToolSpec::new(
+                f["name"].as_str().unwrap(),
+                f["description"].as_str().unwrap_or(""),
+                f["parameters"].clone(),
+            )
         })
         .collect()
 }
@@ -229,7 +279,11 @@ fn requests_have_the_recorded_shape() {
     let recorded = fixture_json("openai/chat_nonstream_tool_call.request.json");
     let ours = model.request_body(&capital_conversation(), &[get_capital()], false);
     assert_same_shape(&ours, &recorded["body"]);
-    assert_eq!(ours.get("stream"), None, "a non-streamed request omits stream");
+    assert_eq!(
+        ours.get("stream"),
+        None,
+        "a non-streamed request omits stream"
+    );
 
     let recorded = fixture_json("openai/chat_stream_tool_call_include_usage.request.json");
     let messages: Vec<Message> = recorded["body"]["messages"]
@@ -242,19 +296,29 @@ fn requests_have_the_recorded_shape() {
     assert_same_shape(&ours, &recorded["body"]);
     assert_eq!(ours["stream_options"], json!({"include_usage": true}));
 
-    let recorded = fixture_json("openai/chat_stream_text_after_tool_result_include_usage.request.json");
+    let recorded =
+        fixture_json("openai/chat_stream_text_after_tool_result_include_usage.request.json");
     let body = &recorded["body"];
     let call = &body["messages"][1]["tool_calls"][0];
     let messages = vec![
         Message::user(body["messages"][0]["content"].as_str().unwrap()),
         Message::assistant("").with_tool_calls(vec![
-            ToolCall::new("get_capital", serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap())
-                .with_id(call["id"].as_str().unwrap()),
+            ToolCall::new(
+                "get_capital",
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap(),
+            )
+            .with_id(call["id"].as_str().unwrap()),
         ]),
-        Message::tool(body["messages"][2]["content"].as_str().unwrap(), "get_capital")
-            .with_call_id(body["messages"][2]["tool_call_id"].as_str().unwrap()),
+        Message::tool(
+            body["messages"][2]["content"].as_str().unwrap(),
+            "get_capital",
+        )
+        .with_call_id(body["messages"][2]["tool_call_id"].as_str().unwrap()),
     ];
-    assert_same_shape(&model.request_body(&messages, &tools_of(&recorded), true), body);
+    assert_same_shape(
+        &model.request_body(&messages, &tools_of(&recorded), true),
+        body,
+    );
 
     // Minimal body: exactly model and messages.
     assert_eq!(
@@ -277,23 +341,48 @@ async fn llama(reply: Reply) -> (harness_providers::OpenAi, Server) {
 
 #[tokio::test]
 async fn llamacpp_nonstream_length_finish_cached_tokens_and_extra_fields() {
-    let (model, server) = llama(Reply::json(200, fixture("llamacpp/chat_nonstream_text.json"))).await;
-    let response = model.generate(&[Message::user("Tell me about Norway.")], &[]).await.unwrap();
-    assert_eq!(response.content(), "Norway is a country with a rich history and culture, and the capital of");
+    let (model, server) = llama(Reply::json(
+        200,
+        fixture("llamacpp/chat_nonstream_text.json"),
+    ))
+    .await;
+    let response = model
+        .generate(&[Message::user("Tell me about Norway.")], &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        response.content(),
+        "Norway is a country with a rich history and culture, and the capital of"
+    );
     assert_eq!(response.finish_reason(), FinishReason::Length);
-    assert_eq!(response.usage(), Some(&TokenUsage::new(29, 16, 45).with_cached(0)));
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(29, 16, 45).with_cached(0))
+    );
     // No key: no Authorization header at all.
     assert_eq!(server.requests()[0].header("authorization"), None);
     let recorded = fixture_json("llamacpp/chat_nonstream_text.request.json");
-    let text = |i: usize| recorded["messages"][i]["content"].as_str().unwrap().to_owned();
-    let ours = model.request_body(&[Message::system(text(0)), Message::user(text(1))], &[], false);
+    let text = |i: usize| {
+        recorded["messages"][i]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let ours = model.request_body(
+        &[Message::system(text(0)), Message::user(text(1))],
+        &[],
+        false,
+    );
     assert_eq!(ours["messages"], recorded["messages"]);
     assert_eq!(ours["model"], recorded["model"]);
 }
 
 #[tokio::test]
 async fn llamacpp_stream_role_only_chunk_finish_chunk_and_usage_with_cached_tokens() {
-    let (model, _) = llama(Reply::sse(fixture("llamacpp/chat_stream_text_include_usage.sse"))).await;
+    let (model, _) = llama(Reply::sse(fixture(
+        "llamacpp/chat_stream_text_include_usage.sse",
+    )))
+    .await;
     let events: Vec<LlmEvent> = model
         .stream_events(&[Message::user("x")], &[])
         .map(|e| e.unwrap())
@@ -301,9 +390,15 @@ async fn llamacpp_stream_role_only_chunk_finish_chunk_and_usage_with_cached_toke
         .await;
     let response = completed(&events);
     assert_eq!(text_deltas(&events), response.content());
-    assert_eq!(response.content(), "Norway is a country with a rich history and culture, and the capital of");
+    assert_eq!(
+        response.content(),
+        "Norway is a country with a rich history and culture, and the capital of"
+    );
     assert_eq!(response.finish_reason(), FinishReason::Length);
-    assert_eq!(response.usage(), Some(&TokenUsage::new(29, 16, 45).with_cached(28)));
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(29, 16, 45).with_cached(28))
+    );
 }
 
 #[tokio::test]
@@ -313,8 +408,13 @@ async fn llamacpp_context_overflow_keeps_the_typed_body() {
     let body = raw.lines().next().unwrap().to_owned();
     assert!(raw.contains("HTTP 400"));
     let (model, server) = llama(Reply::json(400, body.clone())).await;
-    let err = model.generate(&[Message::user("x")], &[]).await.unwrap_err();
-    let harness_core::Error::Provider(provider) = &err else { panic!("{err:?}") };
+    let err = model
+        .generate(&[Message::user("x")], &[])
+        .await
+        .unwrap_err();
+    let harness_core::Error::Provider(provider) = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!(provider.status(), Some(400));
     assert_eq!(provider.error_type(), Some("exceed_context_size_error"));
     assert!(provider.body().unwrap().contains("n_ctx"), "{provider:?}");

@@ -35,8 +35,11 @@ fn quick_retries() -> RetryPolicy {
 async fn a_429_with_retry_after_is_retried_once_after_that_long() {
     let server = Server::start(|n, _| {
         if n == 0 {
-            Reply::json(429, r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#)
-                .header("retry-after", "1")
+            Reply::json(
+                429,
+                r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#,
+            )
+            .header("retry-after", "1")
         } else {
             Reply::json(200, OK)
         }
@@ -50,19 +53,28 @@ async fn a_429_with_retry_after_is_retried_once_after_that_long() {
     let waited = started.elapsed();
     assert_eq!(response.content(), "fine");
     assert_eq!(server.requests().len(), 2);
-    assert!(waited >= Duration::from_millis(950), "waited only {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(950),
+        "waited only {waited:?}"
+    );
     assert!(waited < Duration::from_secs(5), "waited {waited:?}");
 }
 
 #[tokio::test]
 async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
-    let server = Server::always(Reply::json(500, r#"{"error": {"type": "server_error", "message": "the engine is overloaded"}}"#)).await;
+    let server = Server::always(Reply::json(
+        500,
+        r#"{"error": {"type": "server_error", "message": "the engine is overloaded"}}"#,
+    ))
+    .await;
     let err = model(&server, quick_retries())
         .generate(&[Message::user("hi")], &[])
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 4);
-    let Error::Provider(provider) = &err else { panic!("{err:?}") };
+    let Error::Provider(provider) = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!(provider.status(), Some(500));
     assert_eq!(provider.error_type(), Some("server_error"));
     assert_eq!(provider.message(), "the engine is overloaded");
@@ -81,7 +93,9 @@ async fn a_400_is_not_retried() {
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 1);
-    let Error::Provider(provider) = &err else { panic!("{err:?}") };
+    let Error::Provider(provider) = &err else {
+        panic!("{err:?}")
+    };
     assert_eq!(provider.status(), Some(400));
     assert_eq!(provider.body(), Some("not json at all"));
     assert!(provider.message().contains("400"), "{}", provider.message());
@@ -93,12 +107,23 @@ async fn a_stream_cut_mid_body_errors_without_a_retry_and_keeps_what_was_deliver
     let half = body[..body.len() / 2].to_vec();
     let server = Server::always(Reply::sse(half).cut_short()).await;
     let model = model(&server, quick_retries());
-    let items: Vec<_> = model.stream_events(&[Message::user("hi")], &[]).collect().await;
-    assert_eq!(server.requests().len(), 1, "a stream whose body started is not retried");
+    let items: Vec<_> = model
+        .stream_events(&[Message::user("hi")], &[])
+        .collect()
+        .await;
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a stream whose body started is not retried"
+    );
     let (delivered, failed): (Vec<_>, Vec<_>) = items.into_iter().partition(Result::is_ok);
     assert_eq!(failed.len(), 1);
     assert!(!delivered.is_empty(), "the deltas before the cut are kept");
-    assert!(delivered.iter().all(|e| matches!(e, Ok(LlmEvent::TextDelta(_)))));
+    assert!(
+        delivered
+            .iter()
+            .all(|e| matches!(e, Ok(LlmEvent::TextDelta(_))))
+    );
     let err = failed.into_iter().next().unwrap().unwrap_err();
     assert!(err.to_string().contains("broke off"), "{err}");
 }
@@ -109,14 +134,22 @@ async fn a_stream_is_retried_before_its_body_starts() {
         if n == 0 {
             Reply::json(503, "busy")
         } else {
-            Reply::sse(fixture("openai/chat_stream_text_after_tool_result_include_usage.sse"))
+            Reply::sse(fixture(
+                "openai/chat_stream_text_after_tool_result_include_usage.sse",
+            ))
         }
     })
     .await;
     let model = model(&server, quick_retries());
-    let events: Vec<LlmEvent> = model.stream_events(&[Message::user("hi")], &[]).map(|e| e.unwrap()).collect().await;
+    let events: Vec<LlmEvent> = model
+        .stream_events(&[Message::user("hi")], &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
     assert_eq!(server.requests().len(), 2);
-    assert!(matches!(events.last(), Some(LlmEvent::Completed(r)) if r.content() == "The capital of the UK is London."));
+    assert!(
+        matches!(events.last(), Some(LlmEvent::Completed(r)) if r.content() == "The capital of the UK is London.")
+    );
 }
 
 #[tokio::test]
@@ -139,24 +172,47 @@ async fn max_concurrency_caps_requests_in_flight_across_tasks() {
 async fn max_concurrency_holds_for_a_streams_whole_body() {
     let body = fixture("openai/chat_stream_text_after_tool_result_include_usage.sse");
     let server = Server::always(Reply::sse(body).delayed(Duration::from_millis(100))).await;
-    let model = OpenAi::builder("m").base_url(&server.url).max_concurrency(1).build().unwrap();
+    let model = OpenAi::builder("m")
+        .base_url(&server.url)
+        .max_concurrency(1)
+        .build()
+        .unwrap();
     let messages = [Message::user("hi")];
     let streams = (0..3).map(|_| model.stream_events(&messages, &[]).collect::<Vec<_>>());
     let results = futures_util::future::join_all(streams).await;
-    assert!(results.iter().all(|events| events.iter().all(Result::is_ok)));
+    assert!(
+        results
+            .iter()
+            .all(|events| events.iter().all(Result::is_ok))
+    );
     assert_eq!(server.max_in_flight(), 1);
 }
 
 #[tokio::test]
 async fn a_refused_connection_is_a_provider_error_naming_the_url() {
     // Bind and drop a listener: nothing listens on that port now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let model = OpenAi::builder("m")
         .base_url(format!("http://127.0.0.1:{port}/v1"))
-        .retry(RetryPolicy { attempts: 2, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) })
+        .retry(RetryPolicy {
+            attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        })
         .build()
         .unwrap();
-    let err = model.generate(&[Message::user("hi")], &[]).await.unwrap_err();
+    let err = model
+        .generate(&[Message::user("hi")], &[])
+        .await
+        .unwrap_err();
     assert!(err.is_provider());
-    assert!(err.to_string().contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{err}"
+    );
 }

@@ -1,6 +1,12 @@
 //! The wrappers: each an `Llm`, composable, behaving as spec §5 says.
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::items_after_statements
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,37 +30,85 @@ fn provider_error() -> Error {
 
 #[tokio::test]
 async fn fallback_moves_on_for_provider_errors_only() {
-    let model = Fallback::new(failing(provider_error), vec![Arc::new(ScriptedModel::new([CompletionResponse::text("b")]))]).unwrap();
+    let model = Fallback::new(
+        failing(provider_error),
+        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
+            "b",
+        )]))],
+    )
+    .unwrap();
     assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "b");
 
-    let model = Fallback::new(failing(|| Error::configuration("my bug")), vec![Arc::new(ScriptedModel::new([CompletionResponse::text("b")]))]).unwrap();
+    let model = Fallback::new(
+        failing(|| Error::configuration("my bug")),
+        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
+            "b",
+        )]))],
+    )
+    .unwrap();
     let err = model.generate(&[], &[]).await.unwrap_err();
-    assert_eq!(err.to_string(), "my bug", "a bug of yours is not a flaky vendor");
+    assert_eq!(
+        err.to_string(),
+        "my bug",
+        "a bug of yours is not a flaky vendor"
+    );
 
-    let model = Fallback::new(failing(provider_error), vec![Arc::new(failing(provider_error))]).unwrap();
+    let model = Fallback::new(
+        failing(provider_error),
+        vec![Arc::new(failing(provider_error))],
+    )
+    .unwrap();
     let err = model.generate(&[], &[]).await.unwrap_err();
     assert!(err.is_provider());
-    assert!(err.to_string().contains("all 2 providers failed; last error: x request failed with HTTP 503"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("all 2 providers failed; last error: x request failed with HTTP 503"),
+        "{err}"
+    );
 
     let err = Fallback::new(failing(provider_error), vec![]).unwrap_err();
-    assert_eq!(err.to_string(), "Fallback needs a second provider to fall back to");
+    assert_eq!(
+        err.to_string(),
+        "Fallback needs a second provider to fall back to"
+    );
 }
 
 #[tokio::test]
 async fn fallback_streams_fall_through_only_before_the_first_event() {
-    let model = Fallback::new(failing(provider_error), vec![Arc::new(ScriptedModel::new([CompletionResponse::text("second")]))]).unwrap();
-    let events: Vec<LlmEvent> = model.stream_events(&[], &[]).map(|e| e.unwrap()).collect().await;
+    let model = Fallback::new(
+        failing(provider_error),
+        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
+            "second",
+        )]))],
+    )
+    .unwrap();
+    let events: Vec<LlmEvent> = model
+        .stream_events(&[], &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
     assert_eq!(events[0], LlmEvent::TextDelta("second".into()));
 
     /// Hands out a delta, then fails.
     struct HalfThenFail;
     #[async_trait::async_trait]
     impl Llm for HalfThenFail {
-        async fn generate(&self, _: &[Message], _: &[harness_core::ToolSpec]) -> harness_core::Result<CompletionResponse> {
+        async fn generate(
+            &self,
+            _: &[Message],
+            _: &[harness_core::ToolSpec],
+        ) -> harness_core::Result<CompletionResponse> {
             Err(provider_error())
         }
-        fn stream_events<'a>(&'a self, _: &'a [Message], _: &'a [harness_core::ToolSpec]) -> harness_core::BoxStream<'a, harness_core::Result<LlmEvent>> {
-            Box::pin(futures_util::stream::iter(vec![Ok(LlmEvent::TextDelta("half".into())), Err(provider_error())]))
+        fn stream_events<'a>(
+            &'a self,
+            _: &'a [Message],
+            _: &'a [harness_core::ToolSpec],
+        ) -> harness_core::BoxStream<'a, harness_core::Result<LlmEvent>> {
+            Box::pin(futures_util::stream::iter(vec![
+                Ok(LlmEvent::TextDelta("half".into())),
+                Err(provider_error()),
+            ]))
         }
     }
     let backup = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
@@ -62,7 +116,11 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
     let items: Vec<_> = model.stream_events(&[], &[]).collect().await;
     assert_eq!(items.len(), 2);
     assert!(items[1].as_ref().unwrap_err().is_provider());
-    assert_eq!(backup.requests().len(), 0, "no model is called after an event went out");
+    assert_eq!(
+        backup.requests().len(),
+        0,
+        "no model is called after an event went out"
+    );
 }
 
 #[tokio::test]
@@ -71,8 +129,11 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     let counter = Arc::clone(&calls);
     let inner = FunctionModel::new(move |messages, _| {
         counter.fetch_add(1, Ordering::SeqCst);
-        CompletionResponse::from_blocks(vec![Thinking::new("t").into(), Block::text(messages[0].text())])
-            .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")])
+        CompletionResponse::from_blocks(vec![
+            Thinking::new("t").into(),
+            Block::text(messages[0].text()),
+        ])
+        .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")])
     });
     let cache = Caching::new(inner).maxsize(2).unwrap();
     let a = [Message::user("a")];
@@ -83,8 +144,18 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     assert_eq!(hit.content(), "a");
     assert_eq!((cache.hits(), cache.misses()), (1, 1));
     // Streamed hits replay block by block, then Completed.
-    let events: Vec<LlmEvent> = cache.stream_events(&a, &[]).map(|e| e.unwrap()).collect().await;
-    assert_eq!(events[..2], [LlmEvent::ThinkingDelta("t".into()), LlmEvent::TextDelta("a".into())]);
+    let events: Vec<LlmEvent> = cache
+        .stream_events(&a, &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    assert_eq!(
+        events[..2],
+        [
+            LlmEvent::ThinkingDelta("t".into()),
+            LlmEvent::TextDelta("a".into())
+        ]
+    );
     assert!(matches!(&events[2], LlmEvent::Completed(r) if r == &hit));
     // LRU: a is most recent; adding b and c evicts b... then a stays.
     cache.generate(&b, &[]).await.unwrap();
@@ -99,18 +170,39 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     cache.generate(&a, &[]).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before + 2);
 
-    let short = Caching::new(ScriptedModel::new(vec![CompletionResponse::text("x"); 2])).ttl(Duration::from_millis(20)).unwrap();
+    let short = Caching::new(ScriptedModel::new(vec![CompletionResponse::text("x"); 2]))
+        .ttl(Duration::from_millis(20))
+        .unwrap();
     short.generate(&a, &[]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(40)).await;
     short.generate(&a, &[]).await.unwrap();
-    assert_eq!((short.hits(), short.misses()), (0, 2), "an expired entry is a miss");
+    assert_eq!(
+        (short.hits(), short.misses()),
+        (0, 2),
+        "an expired entry is a miss"
+    );
 
-    assert_eq!(Caching::new(ScriptedModel::new([])).maxsize(0).err().unwrap().to_string(), "Caching.maxsize must be at least 1, got 0");
+    assert_eq!(
+        Caching::new(ScriptedModel::new([]))
+            .maxsize(0)
+            .err()
+            .unwrap()
+            .to_string(),
+        "Caching.maxsize must be at least 1, got 0"
+    );
 }
 
 #[tokio::test]
 async fn rate_limited_spaces_calls_and_is_shared() {
-    let model = Arc::new(RateLimited::new(ScriptedModel::new(vec![CompletionResponse::text("x"); 3]), 20.0).unwrap().burst(1).unwrap());
+    let model = Arc::new(
+        RateLimited::new(
+            ScriptedModel::new(vec![CompletionResponse::text("x"); 3]),
+            20.0,
+        )
+        .unwrap()
+        .burst(1)
+        .unwrap(),
+    );
     let started = Instant::now();
     let calls = (0..3).map(|_| {
         let model = Arc::clone(&model);
@@ -119,32 +211,60 @@ async fn rate_limited_spaces_calls_and_is_shared() {
     for call in calls {
         call.await.unwrap();
     }
-    assert!(started.elapsed() >= Duration::from_millis(90), "{:?}", started.elapsed());
-    assert_eq!(RateLimited::new(ScriptedModel::new([]), 0.0).err().unwrap().to_string(), "RateLimited.rps must be positive, got 0");
+    assert!(
+        started.elapsed() >= Duration::from_millis(90),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        RateLimited::new(ScriptedModel::new([]), 0.0)
+            .err()
+            .unwrap()
+            .to_string(),
+        "RateLimited.rps must be positive, got 0"
+    );
 }
 
 #[tokio::test]
 async fn retrying_re_asks_empty_turns_in_both_paths() {
-    let scripted = ScriptedModel::new([CompletionResponse::text("  "), CompletionResponse::text("there")]);
+    let scripted = ScriptedModel::new([
+        CompletionResponse::text("  "),
+        CompletionResponse::text("there"),
+    ]);
     let model = Retrying::new(scripted).backoff(Duration::ZERO);
     assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "there");
 
-    let scripted = ScriptedModel::new([CompletionResponse::text(""), CompletionResponse::text("streamed")]);
+    let scripted = ScriptedModel::new([
+        CompletionResponse::text(""),
+        CompletionResponse::text("streamed"),
+    ]);
     let model = Retrying::new(scripted).backoff(Duration::ZERO);
-    let events: Vec<LlmEvent> = model.stream_events(&[], &[]).map(|e| e.unwrap()).collect().await;
+    let events: Vec<LlmEvent> = model
+        .stream_events(&[], &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
     assert_eq!(events[0], LlmEvent::TextDelta("streamed".into()));
     assert_eq!(events.len(), 2);
 
     let scripted = ScriptedModel::new([CompletionResponse::text(""), CompletionResponse::text("")]);
-    let model = Retrying::new(scripted).attempts(2).unwrap().backoff(Duration::ZERO);
-    assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "", "the last answer, even empty");
+    let model = Retrying::new(scripted)
+        .attempts(2)
+        .unwrap()
+        .backoff(Duration::ZERO);
+    assert_eq!(
+        model.generate(&[], &[]).await.unwrap().content(),
+        "",
+        "the last answer, even empty"
+    );
     assert_eq!(model.inner().remaining(), 0);
 }
 
 #[tokio::test]
 async fn wrappers_compose_and_inner_reaches_down() {
     let x = ScriptedModel::new([CompletionResponse::text("deep")]);
-    let model = Caching::new(RateLimited::new(Retrying::new(x).backoff(Duration::ZERO), 50.0).unwrap());
+    let model =
+        Caching::new(RateLimited::new(Retrying::new(x).backoff(Duration::ZERO), 50.0).unwrap());
     assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "deep");
     assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "deep");
     assert_eq!(model.inner().inner().inner().remaining(), 0);

@@ -56,7 +56,9 @@ impl<M: Llm> Caching<M> {
     /// [`Error::Configuration`] for 0.
     pub fn maxsize(mut self, maxsize: usize) -> Result<Self> {
         if maxsize == 0 {
-            return Err(Error::configuration("Caching.maxsize must be at least 1, got 0"));
+            return Err(Error::configuration(
+                "Caching.maxsize must be at least 1, got 0",
+            ));
         }
         self.maxsize = maxsize;
         Ok(self)
@@ -167,7 +169,11 @@ fn cache_key(messages: &[Message], tools: &[ToolSpec]) -> String {
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for Caching<M> {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let key = cache_key(messages, tools);
         if let Some(hit) = self.lookup(&key) {
             return Ok(hit);

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Result,
-    ToolSpec,
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Result, ToolSpec,
 };
 
 type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
@@ -33,8 +32,10 @@ pub struct Fallback {
 
 impl std::fmt::Debug for Fallback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<String> = self.models.iter().map(|m| m.name()).collect();
-        f.debug_struct("Fallback").field("models", &names).finish_non_exhaustive()
+        let names: Vec<String> = self.models.iter().map(|m| Llm::name(m.as_ref())).collect();
+        f.debug_struct("Fallback")
+            .field("models", &names)
+            .finish_non_exhaustive()
     }
 }
 
@@ -76,7 +77,10 @@ impl Fallback {
     fn exhausted(&self, last: &Error) -> Error {
         ProviderError::new(
             "fallback",
-            format!("all {} providers failed; last error: {last}", self.models.len()),
+            format!(
+                "all {} providers failed; last error: {last}",
+                self.models.len()
+            ),
         )
         .into()
     }
@@ -84,7 +88,11 @@ impl Fallback {
 
 #[async_trait::async_trait]
 impl Llm for Fallback {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let mut last = None;
         for model in &self.models {
             match model.generate(messages, tools).await {
@@ -93,7 +101,10 @@ impl Llm for Fallback {
                 Err(e) => return Err(e),
             }
         }
-        Err(last.map_or_else(|| Error::configuration("Fallback has no models"), |e| self.exhausted(&e)))
+        Err(last.map_or_else(
+            || Error::configuration("Fallback has no models"),
+            |e| self.exhausted(&e),
+        ))
     }
 
     fn stream_events<'a>(
@@ -107,46 +118,54 @@ impl Llm for Fallback {
             emitted: bool,
             done: bool,
         }
-        let start = State { next: 0, current: None, emitted: false, done: false };
-        Box::pin(futures_util::stream::unfold(start, move |mut state| async move {
-            loop {
-                if state.done {
-                    return None;
-                }
-                let stream = match &mut state.current {
-                    Some(stream) => stream,
-                    None => {
-                        let model = &self.models[state.next];
-                        state.next += 1;
-                        state.current.insert(model.stream_events(messages, tools))
+        let start = State {
+            next: 0,
+            current: None,
+            emitted: false,
+            done: false,
+        };
+        Box::pin(futures_util::stream::unfold(
+            start,
+            move |mut state| async move {
+                loop {
+                    if state.done {
+                        return None;
                     }
-                };
-                match stream.next().await {
-                    Some(Ok(event)) => {
-                        state.emitted = true;
-                        return Some((Ok(event), state));
-                    }
-                    Some(Err(e)) if !state.emitted && (self.on)(&e) => {
-                        if state.next < self.models.len() {
-                            state.current = None;
-                            continue;
+                    let stream = match &mut state.current {
+                        Some(stream) => stream,
+                        None => {
+                            let model = &self.models[state.next];
+                            state.next += 1;
+                            state.current.insert(model.stream_events(messages, tools))
                         }
-                        state.done = true;
-                        let error = self.exhausted(&e);
-                        return Some((Err(error), state));
+                    };
+                    match stream.next().await {
+                        Some(Ok(event)) => {
+                            state.emitted = true;
+                            return Some((Ok(event), state));
+                        }
+                        Some(Err(e)) if !state.emitted && (self.on)(&e) => {
+                            if state.next < self.models.len() {
+                                state.current = None;
+                                continue;
+                            }
+                            state.done = true;
+                            let error = self.exhausted(&e);
+                            return Some((Err(error), state));
+                        }
+                        Some(Err(e)) => {
+                            state.done = true;
+                            return Some((Err(e), state));
+                        }
+                        None => return None,
                     }
-                    Some(Err(e)) => {
-                        state.done = true;
-                        return Some((Err(e), state));
-                    }
-                    None => return None,
                 }
-            }
-        }))
+            },
+        ))
     }
 
     fn name(&self) -> String {
-        let names: Vec<String> = self.models.iter().map(|m| m.name()).collect();
+        let names: Vec<String> = self.models.iter().map(|m| Llm::name(m.as_ref())).collect();
         format!("fallback({})", names.join(", "))
     }
 }

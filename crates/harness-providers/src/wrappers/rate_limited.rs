@@ -4,7 +4,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec};
+use harness_core::{
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec,
+};
 
 struct Bucket {
     tokens: f64,
@@ -57,7 +59,10 @@ impl<M: Llm> RateLimited<M> {
             ));
         }
         self.burst = f64::from(burst);
-        let bucket = self.bucket.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let bucket = self
+            .bucket
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
         bucket.tokens = self.burst;
         Ok(self)
     }
@@ -87,7 +92,11 @@ impl<M: Llm> RateLimited<M> {
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for RateLimited<M> {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         tokio::time::sleep(self.reserve()).await;
         self.inner.generate(messages, tools).await
     }

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec};
+use harness_core::{
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec,
+};
 
 /// Re-asks when a turn has no text and no tool calls, up to `attempts` calls in all, waiting
 /// `backoff · k` before the k-th retry. Transport failures are the HTTP client's business;
@@ -35,7 +37,9 @@ impl<M: Llm> Retrying<M> {
     /// [`Error::Configuration`] for 0.
     pub fn attempts(mut self, attempts: u32) -> Result<Self> {
         if attempts == 0 {
-            return Err(Error::configuration("Retrying.attempts must be at least 1, got 0"));
+            return Err(Error::configuration(
+                "Retrying.attempts must be at least 1, got 0",
+            ));
         }
         self.attempts = attempts;
         Ok(self)
@@ -61,7 +65,11 @@ impl<M: Llm> Retrying<M> {
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for Retrying<M> {
-    async fn generate(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<CompletionResponse> {
         let mut response = self.inner.generate(messages, tools).await?;
         let mut calls = 1;
         while is_empty(&response) && calls < self.attempts {
@@ -82,37 +90,48 @@ impl<M: Llm> Llm for Retrying<M> {
             emitted: bool,
             current: Option<BoxStream<'a, Result<LlmEvent>>>,
         }
-        let start = State { calls: 0, emitted: false, current: None };
-        Box::pin(futures_util::stream::unfold(start, move |mut state| async move {
-            loop {
-                let stream = match &mut state.current {
-                    Some(stream) => stream,
-                    None => {
-                        if state.calls > 0 {
-                            self.pause(state.calls).await;
+        let start = State {
+            calls: 0,
+            emitted: false,
+            current: None,
+        };
+        Box::pin(futures_util::stream::unfold(
+            start,
+            move |mut state| async move {
+                loop {
+                    let stream = match &mut state.current {
+                        Some(stream) => stream,
+                        None => {
+                            if state.calls > 0 {
+                                self.pause(state.calls).await;
+                            }
+                            state.calls += 1;
+                            state
+                                .current
+                                .insert(self.inner.stream_events(messages, tools))
                         }
-                        state.calls += 1;
-                        state.current.insert(self.inner.stream_events(messages, tools))
+                    };
+                    match stream.next().await {
+                        Some(Ok(LlmEvent::Completed(response)))
+                            if !state.emitted
+                                && is_empty(&response)
+                                && state.calls < self.attempts =>
+                        {
+                            state.current = None;
+                        }
+                        Some(Ok(LlmEvent::Completed(response))) => {
+                            state.current = Some(Box::pin(futures_util::stream::empty()));
+                            return Some((Ok(LlmEvent::Completed(response)), state));
+                        }
+                        Some(item) => {
+                            state.emitted = true;
+                            return Some((item, state));
+                        }
+                        None => return None,
                     }
-                };
-                match stream.next().await {
-                    Some(Ok(LlmEvent::Completed(response)))
-                        if !state.emitted && is_empty(&response) && state.calls < self.attempts =>
-                    {
-                        state.current = None;
-                    }
-                    Some(Ok(LlmEvent::Completed(response))) => {
-                        state.current = Some(Box::pin(futures_util::stream::empty()));
-                        return Some((Ok(LlmEvent::Completed(response)), state));
-                    }
-                    Some(item) => {
-                        state.emitted = true;
-                        return Some((item, state));
-                    }
-                    None => return None,
                 }
-            }
-        }))
+            },
+        ))
     }
 
     fn name(&self) -> String {

@@ -102,10 +102,15 @@ impl Server {
         let (log, now, max) = (requests.clone(), in_flight.clone(), max_in_flight.clone());
         tokio::spawn(async move {
             loop {
-                let Ok((mut socket, _)) = listener.accept().await else { return };
-                let (handler, log, now, max) = (handler.clone(), log.clone(), now.clone(), max.clone());
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (handler, log, now, max) =
+                    (handler.clone(), log.clone(), now.clone(), max.clone());
                 tokio::spawn(async move {
-                    let Some(request) = read_request(&mut socket).await else { return };
+                    let Some(request) = read_request(&mut socket).await else {
+                        return;
+                    };
                     let index = {
                         let mut log = log.lock().unwrap();
                         log.push(request.clone());
@@ -120,7 +125,12 @@ impl Server {
                 });
             }
         });
-        Self { url, requests, in_flight, max_in_flight }
+        Self {
+            url,
+            requests,
+            in_flight,
+            max_in_flight,
+        }
     }
 
     /// A server that answers every request with the same reply.
@@ -171,14 +181,27 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Request> {
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    Some(Request { method, target, headers, body })
+    Some(Request {
+        method,
+        target,
+        headers,
+        body,
+    })
 }
 
 async fn write_reply(socket: &mut tokio::net::TcpStream, reply: &Reply) {
-    let declared = if reply.cut { reply.body.len() + 1000 } else { reply.body.len() };
-    let mut head = format!("HTTP/1.1 {} X\r\ncontent-length: {declared}\r\nconnection: close\r\n", reply.status);
+    let declared = if reply.cut {
+        reply.body.len() + 1000
+    } else {
+        reply.body.len()
+    };
+    let mut head = format!(
+        "HTTP/1.1 {} X\r\ncontent-length: {declared}\r\nconnection: close\r\n",
+        reply.status
+    );
     for (k, v) in &reply.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        use std::fmt::Write as _;
+        let _ = write!(head, "{k}: {v}\r\n");
     }
     head.push_str("\r\n");
     if socket.write_all(head.as_bytes()).await.is_err() {
