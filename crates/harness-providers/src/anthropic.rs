@@ -528,6 +528,45 @@ impl MessagesAccumulator {
     }
 }
 
+impl MessagesAccumulator {
+    fn on_delta(&mut self, index: usize, delta: DeltaBody<'_>, emit: &mut dyn FnMut(LlmEvent)) {
+        match delta.kind.as_deref() {
+            Some("text_delta") => {
+                if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
+                    if let Slot::Content { text: acc, .. } = self.slot(index, false) {
+                        acc.push_str(&text);
+                    }
+                    emit(LlmEvent::TextDelta(text.0.into_owned()));
+                }
+            }
+            Some("thinking_delta") => {
+                if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
+                    if let Slot::Content { text: acc, .. } = self.slot(index, true) {
+                        acc.push_str(&text);
+                    }
+                    emit(LlmEvent::ThinkingDelta(text.0.into_owned()));
+                }
+            }
+            Some("signature_delta") => {
+                if let (Some(piece), Slot::Content { signature, .. }) =
+                    (delta.signature, self.slot(index, true))
+                {
+                    signature.get_or_insert_with(String::new).push_str(&piece);
+                }
+            }
+            Some("input_json_delta") => {
+                let tool = self.slots.iter_mut().find(|(i, _)| *i == index);
+                if let (Some(piece), Some((_, Slot::Tool { arguments, .. }))) =
+                    (delta.partial_json, tool)
+                {
+                    arguments.push_str(&piece);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Accumulator for MessagesAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let event: Event<'_> = serde_json::from_str(data).map_err(|e| {
@@ -564,42 +603,8 @@ impl Accumulator for MessagesAccumulator {
                 self.slots.push((index, slot));
             }
             "content_block_delta" => {
-                let Some(delta) = event.delta else {
-                    return Ok(());
-                };
-                match delta.kind.as_deref() {
-                    Some("text_delta") => {
-                        if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
-                            if let Slot::Content { text: acc, .. } = self.slot(index, false) {
-                                acc.push_str(&text);
-                            }
-                            emit(LlmEvent::TextDelta(text.0.into_owned()));
-                        }
-                    }
-                    Some("thinking_delta") => {
-                        if let Some(text) = delta.thinking.filter(|t| !t.is_empty()) {
-                            if let Slot::Content { text: acc, .. } = self.slot(index, true) {
-                                acc.push_str(&text);
-                            }
-                            emit(LlmEvent::ThinkingDelta(text.0.into_owned()));
-                        }
-                    }
-                    Some("signature_delta") => {
-                        if let (Some(piece), Slot::Content { signature, .. }) =
-                            (delta.signature, self.slot(index, true))
-                        {
-                            signature.get_or_insert_with(String::new).push_str(&piece);
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        let tool = self.slots.iter_mut().find(|(i, _)| *i == index);
-                        if let (Some(piece), Some((_, Slot::Tool { arguments, .. }))) =
-                            (delta.partial_json, tool)
-                        {
-                            arguments.push_str(&piece);
-                        }
-                    }
-                    _ => {}
+                if let Some(delta) = event.delta {
+                    self.on_delta(index, delta, emit);
                 }
             }
             "message_start" => {

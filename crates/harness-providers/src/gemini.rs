@@ -453,6 +453,7 @@ struct FunctionCallWire {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[allow(clippy::struct_field_names)] // the vendor's names
 struct UsageWire {
     #[serde(default)]
     prompt_token_count: u64,
