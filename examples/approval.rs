@@ -24,7 +24,7 @@ fn wire_transfer(amount_usd: u64, to: String) -> String {
 fn agent() -> Result<Agent, Error> {
     Ok(Agent::builder()
         .name("payments")
-        .shared_model(model_from_env())
+        .shared_model(model_from_env()?.model)
         .system("You pay invoices with the wire_transfer tool.")
         .tool(WireTransfer)
         .build()?)

