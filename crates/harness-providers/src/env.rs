@@ -195,7 +195,6 @@ fn probe_local(port: u16) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     #[test]
     fn specs_name_a_provider_and_a_model() {
