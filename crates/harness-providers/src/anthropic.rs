@@ -56,6 +56,7 @@ pub struct AnthropicBuilder {
     cache_prompt: bool,
     max_concurrency: Option<usize>,
     timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
     retry: RetryPolicy,
 }
 
@@ -80,6 +81,7 @@ impl Anthropic {
             cache_prompt: false,
             max_concurrency: None,
             timeout: None,
+            connect_timeout: None,
             retry: RetryPolicy::default(),
         }
     }
@@ -169,6 +171,12 @@ impl AnthropicBuilder {
         self
     }
 
+    /// The connect timeout (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
     /// How failures are retried.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
@@ -205,6 +213,9 @@ impl AnthropicBuilder {
         config.retry = self.retry;
         if let Some(t) = self.timeout {
             config.timeout = t;
+        }
+        if let Some(t) = self.connect_timeout {
+            config.connect_timeout = t;
         }
         Ok(Anthropic {
             client: HttpClient::new(config)?,

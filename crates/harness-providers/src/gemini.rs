@@ -45,6 +45,7 @@ pub struct GeminiBuilder {
     reasoning_effort: Option<ReasoningLevel>,
     max_concurrency: Option<usize>,
     timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
     retry: RetryPolicy,
 }
 
@@ -66,6 +67,7 @@ impl Gemini {
             reasoning_effort: None,
             max_concurrency: None,
             timeout: None,
+            connect_timeout: None,
             retry: RetryPolicy::default(),
         }
     }
@@ -142,6 +144,12 @@ impl GeminiBuilder {
         self
     }
 
+    /// The connect timeout (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
     /// How failures are retried.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
@@ -169,6 +177,9 @@ impl GeminiBuilder {
         config.retry = self.retry;
         if let Some(t) = self.timeout {
             config.timeout = t;
+        }
+        if let Some(t) = self.connect_timeout {
+            config.connect_timeout = t;
         }
         Ok(Gemini {
             client: HttpClient::new(config)?,

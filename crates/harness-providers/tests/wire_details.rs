@@ -1,0 +1,166 @@
+//! Details of the wire formats the recordings do not cover: content blocks per vendor,
+//! reasoning deltas, and the SSE decoder over every recorded stream split anywhere.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use harness_core::{Block, Document, Image, LlmEvent, Message, Thinking};
+use harness_providers::{Anthropic, OpenAi, SseDecoder, StreamFormat, decode_stream};
+use serde_json::json;
+
+#[test]
+fn openai_renders_images_and_documents_as_parts_and_drops_thinking() {
+    let model = OpenAi::builder("m").api_key("k").build().unwrap();
+    let message = Message::user(vec![
+        Block::text("Compare these."),
+        Image::from_url("https://x/cat.png").into(),
+        Image::from_base64("aGk=", "image/gif").into(),
+        Document::pdf("JVBE").with_name("report.pdf").into(),
+        Document::pdf("JVBE").into(),
+        Thinking::new("hidden").into(),
+    ]);
+    let body = model.request_body(&[message], &[], false);
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "Compare these."},
+            {"type": "image_url", "image_url": {"url": "https://x/cat.png"}},
+            {"type": "image_url", "image_url": {"url": "data:image/gif;base64,aGk="}},
+            {"type": "file", "file": {"filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBE"}},
+            {"type": "file", "file": {"filename": "document", "file_data": "data:application/pdf;base64,JVBE"}}
+        ])
+    );
+    // Text and thinking alone is a plain string of the text.
+    let body = model.request_body(
+        &[Message::assistant(vec![
+            Thinking::new("t").into(),
+            Block::text("a"),
+        ])],
+        &[],
+        false,
+    );
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "assistant", "content": "a"})
+    );
+    // A tool result without an id is sent with an empty one.
+    let body = model.request_body(&[Message::tool("r", "f")], &[], false);
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "tool", "tool_call_id": "", "content": "r"})
+    );
+}
+
+#[test]
+fn anthropic_renders_images_by_url_or_data_and_documents() {
+    let model = Anthropic::builder("m").api_key("k").build().unwrap();
+    let message = Message::user(vec![
+        Block::text("Look."),
+        Image::from_url("https://x/cat.png").into(),
+        Image::from_base64("aGk=", "image/png").into(),
+        Document::pdf("JVBE").into(),
+    ]);
+    let body = model.request_body(&[message], &[], false);
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": "Look."},
+            {"type": "image", "source": {"type": "url", "url": "https://x/cat.png"}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGk="}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
+        ])
+    );
+    let body = model.request_body(&[Message::user("hi")], &[], false);
+    assert_eq!(
+        body,
+        json!({"model": "m", "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}]})
+    );
+}
+
+#[test]
+fn reasoning_content_and_reasoning_become_thinking() {
+    let answer = json!({"choices": [{"message": {"content": "4", "reasoning_content": "2+2"}, "finish_reason": "stop"}]});
+    let response = harness_providers::parse::openai(&answer).unwrap();
+    assert_eq!(
+        response.blocks(),
+        &[Thinking::new("2+2").into(), Block::text("4")]
+    );
+
+    let body = concat!(
+        "data: {\"choices\":[{\"delta\":{\"reasoning\":\"think\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"ing\",\"content\":\"ok\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let mut events = Vec::new();
+    let response =
+        decode_stream(StreamFormat::OpenAi, body.as_bytes(), 7, |e| events.push(e)).unwrap();
+    assert_eq!(
+        events,
+        vec![
+            LlmEvent::ThinkingDelta("think".into()),
+            LlmEvent::ThinkingDelta("ing".into()),
+            LlmEvent::TextDelta("ok".into()),
+        ]
+    );
+    assert_eq!(response.thinking(), "thinking");
+    assert_eq!(response.content(), "ok");
+    assert_eq!(response.finish_reason(), harness_core::FinishReason::Length);
+    assert_eq!(response.usage(), None, "no usage reported, none invented");
+}
+
+#[test]
+fn unparseable_tool_arguments_become_no_arguments() {
+    let answer = json!({"choices": [{"message": {"tool_calls": [
+        {"id": "1", "function": {"name": "f", "arguments": "{not json"}},
+        {"id": "2", "function": {"name": "g", "arguments": ""}}
+    ]}}]});
+    let response = harness_providers::parse::openai(&answer).unwrap();
+    assert!(response.tool_calls().iter().all(|c| c.arguments.is_empty()));
+    let err = harness_providers::parse::openai(&json!({"choices": []})).unwrap_err();
+    assert!(
+        err.to_string().contains("OpenAI response has no choices"),
+        "{err}"
+    );
+    let err = harness_providers::parse::openai(&json!({"id": "x"})).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("OpenAI response is missing 'choices'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_recorded_stream_decodes_the_same_whatever_the_chunking() {
+    let dir = support::fixtures_dir();
+    for vendor in ["openai", "anthropic", "gemini", "llamacpp"] {
+        for entry in std::fs::read_dir(dir.join(vendor)).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("sse") {
+                continue;
+            }
+            let body = std::fs::read(&path).unwrap();
+            let whole = events_of(&body, body.len());
+            assert!(!whole.is_empty(), "{}", path.display());
+            for chunk in [1, 2, 3, 7, 64, 1000] {
+                assert_eq!(
+                    events_of(&body, chunk),
+                    whole,
+                    "{} in {chunk}-byte chunks",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+fn events_of(body: &[u8], chunk: usize) -> Vec<(String, String)> {
+    let mut decoder = SseDecoder::new();
+    let mut out = Vec::new();
+    for piece in body.chunks(chunk) {
+        decoder.feed(piece, |e| out.push((e.event.to_owned(), e.data.to_owned())));
+    }
+    decoder.finish(|e| out.push((e.event.to_owned(), e.data.to_owned())));
+    out
+}
