@@ -117,6 +117,23 @@ fn with_middle_twice(body: &[u8]) -> (Vec<u8>, usize) {
     (out.join("\n\n").into_bytes(), middle.len())
 }
 
+/// The fastest of five batches of `rounds` decodes, per decode.
+fn best_time(format: StreamFormat, body: &[u8], rounds: u32) -> std::time::Duration {
+    (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            for _ in 0..rounds {
+                decode_stream(format, black_box(body), 1024, |e| {
+                    black_box(e);
+                })
+                .unwrap();
+            }
+            started.elapsed() / rounds
+        })
+        .min()
+        .unwrap_or_default()
+}
+
 fn bench(c: &mut Criterion) {
     for (path, format) in STREAMS {
         let body = fixture(path);
@@ -137,6 +154,15 @@ fn bench(c: &mut Criterion) {
              ({:.2} per event)",
             marginal as f64 / extra_events.max(1) as f64
         );
+        if extra_events > 0 {
+            let short = best_time(*format, &body, 2000);
+            let long = best_time(*format, &longer, 2000);
+            println!(
+                "{name}: steady state {:.0} ns per event (whole stream {:.0} ns per event)",
+                long.saturating_sub(short).as_nanos() as f64 / extra_events as f64,
+                short.as_nanos() as f64 / events as f64
+            );
+        }
 
         c.bench_function(&format!("decode+accumulate per event: {name}"), |b| {
             b.iter_custom(|iterations| {

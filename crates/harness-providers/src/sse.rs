@@ -85,7 +85,7 @@ impl SseDecoder {
 
     fn feed_started(&mut self, chunk: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
         let mut rest = chunk;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
             let line_end = rest[end];
             if self.pending.is_empty() {
                 self.line(&rest[..end], on_event);
@@ -131,7 +131,7 @@ impl SseDecoder {
         if line[0] == b':' {
             return;
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
