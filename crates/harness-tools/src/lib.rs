@@ -1,0 +1,45 @@
+//! Tools for [deepharness](https://docs.rs/deepharness) agents.
+//!
+//! - [`Workspace`]: the one directory a tool may touch, symlink-aware and race-safe.
+//! - [`file_tools`]: `read_file`, `list_files`, `search_files`, `write_file`, `edit_file`.
+//! - [`shell_tool`]: `run_command`, gated by default; not a sandbox.
+//! - [`ToolName`]: the built-in names, for permission rules.
+//! - [`TavilySearch`] (feature `search`): web search as a tool.
+//!
+//! ```no_run
+//! use harness_core::agent::{Agent, Permissions, Rule};
+//! use harness_tools::{FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, shell_tool};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let workspace = Workspace::new(".")?;
+//! let permissions = Permissions::new()
+//!     .allow(ToolName::ReadFile)
+//!     .allow(Rule::new(ToolName::RunCommand).arg("command", "git log*"))
+//!     .ask(ToolName::WriteFile)
+//!     .deny(Rule::new(ToolName::RunCommand).arg("command", "*rm -rf*"));
+//! let agent = Agent::builder()
+//!     .model(harness_core::testing::TestModel::new())
+//!     .toolbox(harness_core::Toolbox::builder()
+//!         .tools(file_tools(&workspace, FileToolsConfig::default()))
+//!         .shared(shell_tool(&workspace, ShellConfig::default()))
+//!         .build()?)
+//!     .permissions(permissions)
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod files;
+mod names;
+#[cfg(feature = "search")]
+mod search;
+mod shell;
+mod workspace;
+
+pub use error::{Error, Result};
+pub use files::{FileToolsConfig, file_tools};
+pub use names::ToolName;
+#[cfg(feature = "search")]
+pub use search::{SearchDepth, SearchResult, SearchTool, TavilySearch, TavilySearchBuilder, format_results};
+pub use shell::{ShellConfig, shell_tool};
+pub use workspace::Workspace;
