@@ -10,6 +10,11 @@ pub enum Error {
     /// An error of harness-core: configuration, tools, providers.
     #[error(transparent)]
     Core(#[from] harness_core::Error),
+
+    /// An error of harness-tools: the workspace, the file and shell tools.
+    #[cfg(feature = "tools")]
+    #[error(transparent)]
+    Tools(#[from] harness_tools::Error),
 }
 
 impl Error {
@@ -17,6 +22,17 @@ impl Error {
     pub fn as_core(&self) -> Option<&harness_core::Error> {
         match self {
             Self::Core(e) => Some(e),
+            #[cfg(feature = "tools")]
+            Self::Tools(_) => None,
+        }
+    }
+
+    /// True for a path that lands outside a tool's workspace.
+    pub fn is_outside_workspace(&self) -> bool {
+        match self {
+            #[cfg(feature = "tools")]
+            Self::Tools(e) => e.is_outside_workspace(),
+            _ => false,
         }
     }
 

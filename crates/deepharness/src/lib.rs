@@ -8,10 +8,11 @@
 //! | --- | --- | --- |
 //! | [`harness_core`] | the agent loop, messages, content blocks, [`Llm`], [`Tool`], [`Toolbox`], [`Ctx`], [`tool`](macro@tool), test models | always |
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
+//! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, Tavily search | `tools` (default) |
 //! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
 //!
-//! The tool, graph and research crates join the facade as they are built, each behind a
-//! feature of its own, so a program compiles only what it uses.
+//! The graph and research crates join the facade as they are built, each behind a feature
+//! of its own, so a program compiles only what it uses.
 //!
 //! ```
 //! use deepharness::{tool, Toolbox};
@@ -66,10 +67,18 @@ pub mod agent {
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 }
 
-/// Tools and the per-call policy over them. The file, shell, MCP and web-search tools join
-/// this module with the tools crate.
+/// Tools and the per-call policy over them: the confined workspace, the file and shell tools,
+/// `ToolName` for rules, web search.
 pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
+    #[cfg(feature = "tools")]
+    pub use harness_tools::{
+        FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, shell_tool,
+    };
+    #[cfg(all(feature = "tools", feature = "providers"))]
+    pub use harness_tools::{
+        SearchDepth, SearchResult, SearchTool, TavilySearch, TavilySearchBuilder, format_results,
+    };
 }
 
 /// The model interface and its wire types: [`Llm`], responses, usage, content blocks; with
@@ -100,6 +109,8 @@ pub mod errors {
     pub use harness_core::Error as CoreError;
     pub use harness_core::agent::TokenBudgetExceeded;
     pub use harness_core::{PROVIDER_BODY_EXCERPT_CHARS, ProviderError};
+    #[cfg(feature = "tools")]
+    pub use harness_tools::Error as ToolsError;
 }
 
 /// The names a first program needs, in one import: `use deepharness::prelude::*;`.

@@ -56,13 +56,13 @@ pub fn file_tools(workspace: &Workspace, config: FileToolsConfig) -> Vec<Arc<dyn
         config,
     });
     let mut tools: Vec<Arc<dyn Tool>> = vec![
-        FileTool::new(&shared, read_file_spec(), read_file),
-        FileTool::new(&shared, list_files_spec(), list_files),
-        FileTool::new(&shared, search_files_spec(), search_files),
+        FileTool::boxed(&shared, read_file_spec(), read_file),
+        FileTool::boxed(&shared, list_files_spec(), list_files),
+        FileTool::boxed(&shared, search_files_spec(), search_files),
     ];
     if shared.config.writable {
-        tools.push(FileTool::new(&shared, write_file_spec(), write_file));
-        tools.push(FileTool::new(&shared, edit_file_spec(), edit_file));
+        tools.push(FileTool::boxed(&shared, write_file_spec(), write_file));
+        tools.push(FileTool::boxed(&shared, edit_file_spec(), edit_file));
     }
     tools
 }
@@ -82,7 +82,7 @@ struct FileTool {
 }
 
 impl FileTool {
-    fn new(shared: &Arc<Shared>, spec: ToolSpec, body: Body) -> Arc<dyn Tool> {
+    fn boxed(shared: &Arc<Shared>, spec: ToolSpec, body: Body) -> Arc<dyn Tool> {
         Arc::new(Self {
             spec,
             shared: Arc::clone(shared),
@@ -114,8 +114,14 @@ impl Tool for FileTool {
                 tool: self.spec.name.clone(),
                 message,
             }),
-            Ok(Err(e)) => Err(harness_core::Error::tool_failed(&self.spec.name, e.to_string())),
-            Err(e) => Err(harness_core::Error::tool_failed(&self.spec.name, format!("the tool stopped: {e}"))),
+            Ok(Err(e)) => Err(harness_core::Error::tool_failed(
+                &self.spec.name,
+                e.to_string(),
+            )),
+            Err(e) => Err(harness_core::Error::tool_failed(
+                &self.spec.name,
+                format!("the tool stopped: {e}"),
+            )),
         }
     }
 }
@@ -123,7 +129,9 @@ impl Tool for FileTool {
 fn text_arg(arguments: &Map<String, Value>, key: &str) -> Result<String> {
     match arguments.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(Error::Configuration(format!("`{key}` must be a string, got {other}"))),
+        Some(other) => Err(Error::Configuration(format!(
+            "`{key}` must be a string, got {other}"
+        ))),
         None => Err(Error::Configuration(format!("missing field `{key}`"))),
     }
 }
@@ -143,8 +151,16 @@ fn spec(name: ToolName, description: &str, params: ParametersBuilder) -> ToolSpe
 
 fn read_file_spec() -> ToolSpec {
     let mut p = ParametersBuilder::new();
-    p.param::<String>("path", Some("The file to read, relative to the workspace root."), true);
-    p.param_with_default::<u64>("offset", Some("The 1-based line to start at, to continue a long file."), &0);
+    p.param::<String>(
+        "path",
+        Some("The file to read, relative to the workspace root."),
+        true,
+    );
+    p.param_with_default::<u64>(
+        "offset",
+        Some("The 1-based line to start at, to continue a long file."),
+        &0,
+    );
     spec(
         ToolName::ReadFile,
         "Read a text file of the workspace, with numbered lines. A long file is cut off with a \
@@ -155,14 +171,30 @@ fn read_file_spec() -> ToolSpec {
 
 fn list_files_spec() -> ToolSpec {
     let mut p = ParametersBuilder::new();
-    p.param_with_default::<String>("pattern", Some("A glob such as **/*.rs; ** spans directories."), &"**/*".to_owned());
-    spec(ToolName::ListFiles, "List the files of the workspace whose paths match a glob.", p)
+    p.param_with_default::<String>(
+        "pattern",
+        Some("A glob such as **/*.rs; ** spans directories."),
+        &"**/*".to_owned(),
+    );
+    spec(
+        ToolName::ListFiles,
+        "List the files of the workspace whose paths match a glob.",
+        p,
+    )
 }
 
 fn search_files_spec() -> ToolSpec {
     let mut p = ParametersBuilder::new();
-    p.param::<String>("pattern", Some("The text to look for (plain, case-sensitive)."), true);
-    p.param_with_default::<String>("glob", Some("Which files to search, as a glob."), &"**/*".to_owned());
+    p.param::<String>(
+        "pattern",
+        Some("The text to look for (plain, case-sensitive)."),
+        true,
+    );
+    p.param_with_default::<String>(
+        "glob",
+        Some("Which files to search, as a glob."),
+        &"**/*".to_owned(),
+    );
     spec(
         ToolName::SearchFiles,
         "Search the workspace's text files for lines containing some text; each hit is \
@@ -173,7 +205,11 @@ fn search_files_spec() -> ToolSpec {
 
 fn write_file_spec() -> ToolSpec {
     let mut p = ParametersBuilder::new();
-    p.param::<String>("path", Some("The file to write, relative to the workspace root."), true);
+    p.param::<String>(
+        "path",
+        Some("The file to write, relative to the workspace root."),
+        true,
+    );
     p.param::<String>("content", Some("The whole new content of the file."), true);
     spec(
         ToolName::WriteFile,
@@ -186,8 +222,16 @@ fn write_file_spec() -> ToolSpec {
 
 fn edit_file_spec() -> ToolSpec {
     let mut p = ParametersBuilder::new();
-    p.param::<String>("path", Some("The file to edit, relative to the workspace root."), true);
-    p.param::<String>("old", Some("The exact text to replace; it must occur exactly once."), true);
+    p.param::<String>(
+        "path",
+        Some("The file to edit, relative to the workspace root."),
+        true,
+    );
+    p.param::<String>(
+        "old",
+        Some("The exact text to replace; it must occur exactly once."),
+        true,
+    );
     p.param::<String>("new", Some("The text to put in its place."), true);
     spec(
         ToolName::EditFile,
@@ -204,9 +248,9 @@ fn read_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
     let path = text_arg(arguments, "path")?;
     let offset = match arguments.get("offset") {
         None | Some(Value::Null) => 0,
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| Error::Configuration(format!("`offset` must be a non-negative integer, got {v}")))?,
+        Some(v) => v.as_u64().ok_or_else(|| {
+            Error::Configuration(format!("`offset` must be a non-negative integer, got {v}"))
+        })?,
     };
     let bytes = shared.workspace.read(&path)?;
     let text = String::from_utf8_lossy(&bytes);
@@ -219,12 +263,19 @@ fn read_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
         let n = i + 1;
         size += line.chars().count() + 1;
         if size > shared.config.max_bytes && !kept.is_empty() {
-            kept.push(format!("... [{} more lines; read from offset {n}]", total - n + 1));
+            kept.push(format!(
+                "... [{} more lines; read from offset {n}]",
+                total - n + 1
+            ));
             break;
         }
         kept.push(format!("{n}\t{line}"));
     }
-    Ok(if kept.is_empty() { "(empty file)".to_owned() } else { kept.join("\n") })
+    Ok(if kept.is_empty() {
+        "(empty file)".to_owned()
+    } else {
+        kept.join("\n")
+    })
 }
 
 /// Lines as Python's `str.splitlines` finds them: any of `\n`, `\r\n`, `\r`, `\v`, `\f`,
@@ -236,7 +287,15 @@ pub(crate) fn split_lines(text: &str) -> Vec<&str> {
     while let Some((i, c)) = chars.next() {
         let is_break = matches!(
             c,
-            '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
         );
         if !is_break {
             continue;
@@ -280,7 +339,9 @@ fn files(workspace: &Workspace) -> Vec<PathBuf> {
         let Ok(entries) = entries else { continue };
         for entry in entries.flatten() {
             let path = dir.join(entry.file_name());
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_dir() {
                 pending.push(path);
             } else if kind.is_file() {
@@ -338,8 +399,12 @@ fn search_files(shared: &Shared, arguments: &Map<String, Value>) -> Result<Strin
         if !glob.is_match(&rel) {
             continue;
         }
-        let Ok(bytes) = shared.workspace.dir().read(&path) else { continue };
-        let Ok(text) = String::from_utf8(bytes) else { continue };
+        let Ok(bytes) = shared.workspace.dir().read(&path) else {
+            continue;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
         for (i, line) in split_lines(&text).into_iter().enumerate() {
             if !line.contains(pattern.as_str()) {
                 continue;
@@ -376,13 +441,22 @@ fn edit_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
     let new = text_arg(arguments, "new")?;
     let rel = shared.workspace.relative(&shared.workspace.resolve(&path)?);
     let bytes = shared.workspace.read(&path)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::Refused(format!("{rel} is not UTF-8 text; edit_file changes text files only")))?;
-    let count = if old.is_empty() { 0 } else { text.matches(old.as_str()).count() };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::Refused(format!(
+            "{rel} is not UTF-8 text; edit_file changes text files only"
+        ))
+    })?;
+    let count = if old.is_empty() {
+        0
+    } else {
+        text.matches(old.as_str()).count()
+    };
     match count {
         0 => Err(Error::Refused(format!("{rel} does not contain that text"))),
         1 => {
-            shared.workspace.write(&path, text.replacen(old.as_str(), &new, 1).as_bytes())?;
+            shared
+                .workspace
+                .write(&path, text.replacen(old.as_str(), &new, 1).as_bytes())?;
             Ok(format!("Edited {rel}."))
         }
         n => Err(Error::Refused(format!(
@@ -397,7 +471,10 @@ mod tests {
 
     #[test]
     fn lines_split_as_python_does() {
-        assert_eq!(split_lines("a\nb\r\nc\rd\u{0b}e\u{2028}f\n"), ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(
+            split_lines("a\nb\r\nc\rd\u{0b}e\u{2028}f\n"),
+            ["a", "b", "c", "d", "e", "f"]
+        );
         assert_eq!(split_lines(""), Vec::<&str>::new());
         assert_eq!(split_lines("\n\n"), ["", ""]);
         assert_eq!(split_lines("x"), ["x"]);

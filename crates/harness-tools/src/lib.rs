@@ -40,6 +40,8 @@ pub use error::{Error, Result};
 pub use files::{FileToolsConfig, file_tools};
 pub use names::ToolName;
 #[cfg(feature = "search")]
-pub use search::{SearchDepth, SearchResult, SearchTool, TavilySearch, TavilySearchBuilder, format_results};
+pub use search::{
+    SearchDepth, SearchResult, SearchTool, TavilySearch, TavilySearchBuilder, format_results,
+};
 pub use shell::{ShellConfig, shell_tool};
 pub use workspace::Workspace;

@@ -79,7 +79,8 @@ impl TavilySearch {
     /// # Errors
     /// [`Error::Provider`] for a failure that survived the retries (a 401 for a bad key).
     pub async fn search(&self, query: &str) -> Result<Vec<SearchResult>> {
-        let body = json!({"query": query, "max_results": self.max_results, "search_depth": self.depth});
+        let body =
+            json!({"query": query, "max_results": self.max_results, "search_depth": self.depth});
         let answer = self.client.post_json("/search", &body).await?;
         Ok(parse_results(&answer))
     }
@@ -156,13 +157,18 @@ impl TavilySearchBuilder {
             })?;
         let max_results = self.max_results.unwrap_or(5);
         if max_results == 0 {
-            return Err(Error::configuration("max_results must be at least 1, got 0"));
+            return Err(Error::configuration(
+                "max_results must be at least 1, got 0",
+            ));
         }
         let mut config = HttpConfig::new(
             "tavily",
-            self.base_url.unwrap_or_else(|| "https://api.tavily.com".to_owned()),
+            self.base_url
+                .unwrap_or_else(|| "https://api.tavily.com".to_owned()),
         );
-        config.headers.push(("authorization".into(), format!("Bearer {key}")));
+        config
+            .headers
+            .push(("authorization".into(), format!("Bearer {key}")));
         Ok(TavilySearch {
             client: HttpClient::new(config)?,
             key,
@@ -174,7 +180,12 @@ impl TavilySearchBuilder {
 
 /// Tavily's `results`, each with its score only when Tavily gave one.
 fn parse_results(answer: &Value) -> Vec<SearchResult> {
-    let text = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |r: &Value, key: &str| {
+        r.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     answer
         .get("results")
         .and_then(Value::as_array)

@@ -47,7 +47,11 @@ impl Default for ShellConfig {
 /// [`Permissions`](harness_core::agent::Permissions).
 pub fn shell_tool(workspace: &Workspace, config: ShellConfig) -> Arc<dyn Tool> {
     let mut params = ParametersBuilder::new();
-    params.param::<String>("command", Some("The shell command to run, pipes and redirection allowed."), true);
+    params.param::<String>(
+        "command",
+        Some("The shell command to run, pipes and redirection allowed."),
+        true,
+    );
     let spec = ToolSpec::new(
         ToolName::RunCommand.as_str(),
         "Run a shell command in the workspace root and return its output and exit code.",
@@ -80,7 +84,12 @@ impl Tool for RunCommand {
                 message: "missing field `command` (a string)".into(),
             });
         };
-        let failed = |e: std::io::Error| harness_core::Error::tool_failed(&self.spec.name, format!("cannot run the command: {e}"));
+        let failed = |e: std::io::Error| {
+            harness_core::Error::tool_failed(
+                &self.spec.name,
+                format!("cannot run the command: {e}"),
+            )
+        };
         let mut child = tokio::process::Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -92,7 +101,10 @@ impl Tool for RunCommand {
             .kill_on_drop(true)
             .spawn()
             .map_err(failed)?;
-        let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+        let group = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let read_out = async move {
@@ -145,7 +157,11 @@ fn render(out: &[u8], err: &[u8], code: Option<i32>, max_chars: usize) -> String
         Some(code) => parts.push(format!("[exit {code}]")),
         None => parts.push("[killed by a signal]".to_owned()),
     }
-    if parts.is_empty() { "(no output)".to_owned() } else { parts.join("\n") }
+    if parts.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        parts.join("\n")
+    }
 }
 
 #[cfg(test)]
@@ -156,7 +172,10 @@ mod tests {
     fn output_is_stdout_then_stderr_then_a_non_zero_exit() {
         assert_eq!(render(b"out\n\n", b"", Some(0), 100), "out");
         assert_eq!(render(b"", b"", Some(0), 100), "(no output)");
-        assert_eq!(render(b"a", b"oops\n", Some(2), 100), "a\n[stderr]\noops\n[exit 2]");
+        assert_eq!(
+            render(b"a", b"oops\n", Some(2), 100),
+            "a\n[stderr]\noops\n[exit 2]"
+        );
         assert_eq!(render("é".repeat(10).as_bytes(), b"", Some(0), 3), "ééé");
     }
 }

@@ -55,7 +55,10 @@ impl Workspace {
                 ))
             })?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority()).map_err(|e| {
-            Error::Configuration(format!("cannot open workspace root {}: {e}", root.display()))
+            Error::Configuration(format!(
+                "cannot open workspace root {}: {e}",
+                root.display()
+            ))
         })?;
         Ok(Self {
             root,
@@ -85,7 +88,11 @@ impl Workspace {
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/");
-        if shown.is_empty() { ".".to_owned() } else { shown }
+        if shown.is_empty() {
+            ".".to_owned()
+        } else {
+            shown
+        }
     }
 
     /// The path relative to the root, with symlinks of its existing part resolved; refused
@@ -171,10 +178,14 @@ impl Workspace {
     pub fn write(&self, path: &str, contents: &[u8]) -> Result<bool> {
         let rel = self.inside(path)?;
         if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.dir.create_dir_all(parent).map_err(|e| self.io(path, e))?;
+            self.dir
+                .create_dir_all(parent)
+                .map_err(|e| self.io(path, e))?;
         }
         let existed = self.dir.exists(&rel);
-        self.dir.write(&rel, contents).map_err(|e| self.io(path, e))?;
+        self.dir
+            .write(&rel, contents)
+            .map_err(|e| self.io(path, e))?;
         Ok(existed)
     }
 

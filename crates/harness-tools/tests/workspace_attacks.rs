@@ -21,7 +21,8 @@ struct Sandbox {
 
 impl Sandbox {
     fn new(name: &str) -> Self {
-        let base = std::env::temp_dir().join(format!("harness-tools-{name}-{}", std::process::id()));
+        let base =
+            std::env::temp_dir().join(format!("harness-tools-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
         let outside = base.join("outside");
@@ -29,7 +30,11 @@ impl Sandbox {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("secret.txt"), "SECRET").unwrap();
         std::fs::write(root.join("sub/inside.txt"), "inside").unwrap();
-        Self { base, root, outside }
+        Self {
+            base,
+            root,
+            outside,
+        }
     }
 }
 
@@ -65,11 +70,20 @@ fn dot_dot_chains_and_absolute_paths_are_refused() {
     }
     assert!(!s.outside.join("x").exists());
     // Inside is fine, however it is spelled.
-    assert_eq!(w.resolve("sub/../sub/inside.txt").unwrap(), w.root().join("sub/inside.txt"));
-    assert_eq!(w.resolve(w.root().join("sub").to_str().unwrap()).unwrap(), w.root().join("sub"));
+    assert_eq!(
+        w.resolve("sub/../sub/inside.txt").unwrap(),
+        w.root().join("sub/inside.txt")
+    );
+    assert_eq!(
+        w.resolve(w.root().join("sub").to_str().unwrap()).unwrap(),
+        w.root().join("sub")
+    );
     assert_eq!(w.read("sub/inside.txt").unwrap(), b"inside");
     assert_eq!(w.relative(w.root()), ".");
-    assert_eq!(w.relative(&w.root().join("sub/inside.txt")), "sub/inside.txt");
+    assert_eq!(
+        w.relative(&w.root().join("sub/inside.txt")),
+        "sub/inside.txt"
+    );
 }
 
 #[test]
@@ -80,11 +94,20 @@ fn symlinks_pointing_out_are_refused_and_do_not_widen_a_listing() {
     symlink("/", s.root.join("slash")).unwrap();
     symlink("sub/inside.txt", s.root.join("fine.txt")).unwrap();
     let w = Workspace::new(&s.root).unwrap();
-    for path in ["leak.txt", "leakdir/secret.txt", "leakdir", "slash/etc/passwd", "leakdir/new.txt"] {
+    for path in [
+        "leak.txt",
+        "leakdir/secret.txt",
+        "leakdir",
+        "slash/etc/passwd",
+        "leakdir/new.txt",
+    ] {
         assert_outside(w.resolve(path), path);
         assert_outside(w.read(path), path);
     }
-    assert_outside(w.write("leakdir/new.txt", b"x"), "write through a linked dir");
+    assert_outside(
+        w.write("leakdir/new.txt", b"x"),
+        "write through a linked dir",
+    );
     assert!(!s.outside.join("new.txt").exists());
     // A link that stays inside works.
     assert_eq!(w.read("fine.txt").unwrap(), b"inside");
@@ -101,16 +124,31 @@ async fn the_tools_refuse_escapes_as_results_and_never_list_what_is_outside() {
         let tool = Arc::clone(&tools[i]);
         async move { tool.call(args, Ctx::new()).await }
     };
-    let err = call(0, json!({"path": "../outside/secret.txt"})).await.unwrap_err();
-    assert!(err.tool_result_text().contains("is outside the workspace root"), "{}", err.tool_result_text());
+    let err = call(0, json!({"path": "../outside/secret.txt"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.tool_result_text()
+            .contains("is outside the workspace root"),
+        "{}",
+        err.tool_result_text()
+    );
     let err = call(0, json!({"path": "leak.txt"})).await.unwrap_err();
-    assert!(err.tool_result_text().contains("is outside the workspace root"));
+    assert!(
+        err.tool_result_text()
+            .contains("is outside the workspace root")
+    );
     let listing = call(1, json!({})).await.unwrap();
     assert_eq!(listing, "sub/inside.txt");
     let hits = call(2, json!({"pattern": "SECRET"})).await.unwrap();
     assert_eq!(hits, "No matches for \"SECRET\".");
-    let err = call(3, json!({"path": "leakdir/planted.txt", "content": "x"})).await.unwrap_err();
-    assert!(err.tool_result_text().contains("is outside the workspace root"));
+    let err = call(3, json!({"path": "leakdir/planted.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.tool_result_text()
+            .contains("is outside the workspace root")
+    );
     assert!(!s.outside.join("planted.txt").exists());
 }
 
@@ -121,7 +159,10 @@ fn a_symlink_loop_is_a_typed_error_not_a_hang() {
     symlink("a", s.root.join("b")).unwrap();
     let w = Workspace::new(&s.root).unwrap();
     let err = w.read("a").unwrap_err();
-    assert!(matches!(err, Error::Io { .. } | Error::OutsideWorkspace { .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::Io { .. } | Error::OutsideWorkspace { .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -140,7 +181,10 @@ fn a_hard_link_is_the_same_file_as_documented() {
 fn a_root_that_is_not_a_directory_is_a_configuration_error() {
     let s = Sandbox::new("root");
     let err = Workspace::new(s.root.join("sub/inside.txt")).unwrap_err();
-    assert!(matches!(err, Error::Configuration(ref m) if m.contains("is not an existing directory")), "{err:?}");
+    assert!(
+        matches!(err, Error::Configuration(ref m) if m.contains("is not an existing directory")),
+        "{err:?}"
+    );
     assert!(Workspace::new(s.base.join("missing")).is_err());
 }
 
@@ -163,7 +207,7 @@ fn a_directory_swapped_for_a_symlink_never_lets_a_read_or_write_escape() {
             while !stop.load(Ordering::Relaxed) {
                 let _ = std::fs::remove_file(&staged);
                 let _ = std::fs::remove_dir_all(&staged);
-                if swaps % 2 == 0 {
+                if swaps.is_multiple_of(2) {
                     let _ = symlink("/etc", &staged);
                 } else {
                     let _ = std::fs::create_dir(&staged);
@@ -177,7 +221,9 @@ fn a_directory_swapped_for_a_symlink_never_lets_a_read_or_write_escape() {
         })
     };
     let tools = file_tools(&w, FileToolsConfig::default());
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let mut refused = 0;
     for i in 0..3000 {
         match w.read("race/passwd") {
@@ -191,8 +237,13 @@ fn a_directory_swapped_for_a_symlink_never_lets_a_read_or_write_escape() {
             Err(other) => panic!("untyped refusal: {other:?}"),
         }
         if i % 100 == 0 {
-            let listing = runtime.block_on(tools[1].call(json!({"pattern": "**/*"}), Ctx::new())).unwrap();
-            assert!(!listing.contains("shadow") && !listing.contains("hostname"), "listed outside: {listing}");
+            let listing = runtime
+                .block_on(tools[1].call(json!({"pattern": "**/*"}), Ctx::new()))
+                .unwrap();
+            assert!(
+                !listing.contains("shadow") && !listing.contains("hostname"),
+                "listed outside: {listing}"
+            );
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -203,7 +254,10 @@ fn a_directory_swapped_for_a_symlink_never_lets_a_read_or_write_escape() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("escape-")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("escape-"))
+        })
         .collect();
     assert!(escaped.is_empty(), "escaped writes: {escaped:?}");
     eprintln!("race: {swaps} swaps, {refused} of 3000 reads refused");
