@@ -59,14 +59,12 @@ async fn output_stderr_and_exit_code_in_the_workspace_root() {
 
 fn alive(pid: i32) -> bool {
     // A zombie has exited; only a process still running counts.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .split(") ")
-                .nth(1)
-                .is_some_and(|rest| rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z'))
+    })
 }
 
 #[tokio::test]
