@@ -1,0 +1,257 @@
+//! The MCP client against real servers from npm (../shared/PEERS.md): server-filesystem and
+//! server-everything over stdio, server-everything over streamable HTTP on 127.0.0.1. The
+//! servers are installed into `target/peers/mcp` when absent.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use harness_core::agent::Agent;
+use harness_core::testing::TestModel;
+use harness_core::{Ctx, Toolbox};
+use harness_tools::mcp::McpServer;
+use serde_json::json;
+
+fn peers() -> &'static Path {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers/mcp");
+        let marker = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        if !marker.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            let status = Command::new("npm")
+                .args(["install", "--prefix"])
+                .arg(&dir)
+                .args(["@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-everything"])
+                .status()
+                .expect("npm, to install the MCP servers");
+            assert!(status.success(), "npm install of the MCP servers failed");
+        }
+        // Pins every listen() to loopback: server-everything listens on all interfaces.
+        std::fs::write(
+            dir.join("loopback.cjs"),
+            "const net = require('net');\nconst listen = net.Server.prototype.listen;\n\
+             net.Server.prototype.listen = function (...args) {\n\
+               if (typeof args[0] === 'number' && typeof args[1] !== 'string') args.splice(1, 0, '127.0.0.1');\n\
+               if (typeof args[0] === 'object' && args[0] && !args[0].host) args[0].host = '127.0.0.1';\n\
+               return listen.apply(this, args);\n};\n",
+        )
+        .unwrap();
+        std::fs::canonicalize(dir).unwrap()
+    })
+}
+
+fn script(package: &str) -> String {
+    peers()
+        .join(format!(
+            "node_modules/@modelcontextprotocol/{package}/dist/index.js"
+        ))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn sandbox(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("harness-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hello.txt"), "hello from the sandbox").unwrap();
+    std::fs::canonicalize(dir).unwrap()
+}
+
+#[tokio::test]
+async fn server_filesystem_over_stdio() {
+    let dir = sandbox("fs");
+    let server = Arc::new(
+        McpServer::stdio([
+            "node".to_owned(),
+            script("server-filesystem"),
+            dir.to_string_lossy().into_owned(),
+        ])
+        .unwrap()
+        .with_roots(vec![dir.clone()]),
+    );
+    server.connect().await.unwrap();
+    server.connect().await.unwrap(); // idempotent
+    let info = server.server_info().unwrap();
+    assert!(
+        ["2025-11-25", "2025-06-18", "2025-03-26"]
+            .contains(&info["protocolVersion"].as_str().unwrap())
+    );
+
+    let listed = server.list_tools().await.unwrap();
+    let read = listed
+        .iter()
+        .find(|t| t.name == "read_text_file")
+        .expect("read_text_file");
+    assert!(read.read_only);
+    assert_eq!(read.input_schema["type"], json!("object"));
+    let write = listed
+        .iter()
+        .find(|t| t.name == "write_file")
+        .expect("write_file");
+    assert!(!write.read_only);
+
+    let path = dir.join("hello.txt").to_string_lossy().into_owned();
+    let text = server
+        .call("read_text_file", json!({"path": path}))
+        .await
+        .unwrap();
+    assert_eq!(text, "hello from the sandbox");
+
+    // Outside its sandbox: an error *result*, which becomes our typed error.
+    let err = server
+        .call("read_text_file", json!({"path": "/etc/hostname"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message().starts_with("read_text_file failed: "),
+        "{err}"
+    );
+    let err = server.call("no_such_tool", json!({})).await.unwrap_err();
+    assert!(
+        err.message().contains("failed") || err.message().contains("refused"),
+        "{err}"
+    );
+
+    // The tools, gated unless read-only.
+    let tools = server.tools().await.unwrap();
+    let gate = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+            .spec()
+            .requires_approval
+    };
+    assert!(!gate("read_text_file"));
+    assert!(gate("write_file"));
+
+    // The roots request: the server asked for our roots and took them as its allowed dirs.
+    let allowed = server
+        .call("list_allowed_directories", json!({}))
+        .await
+        .unwrap();
+    assert!(allowed.contains(dir.to_str().unwrap()), "{allowed}");
+
+    server.close().await.unwrap();
+    server.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_agent_on_test_model_uses_server_filesystem_tools() {
+    let dir = sandbox("agent");
+    let server = Arc::new(
+        McpServer::stdio([
+            "node".to_owned(),
+            script("server-filesystem"),
+            dir.to_string_lossy().into_owned(),
+        ])
+        .unwrap()
+        .requires_approval(false),
+    );
+    let tools = server.tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.spec().name.clone()).collect();
+    let toolbox = Toolbox::builder().tools(tools).build().unwrap();
+    let agent = Agent::builder()
+        .model(TestModel::new().calling_only(["list_allowed_directories", "list_directory"]))
+        .toolbox(toolbox)
+        .build()
+        .unwrap();
+    let state = agent.run("What is in the sandbox?").await.unwrap();
+    assert!(state.answered(), "{state:?}");
+    let output = state.output_text();
+    assert!(output.contains("list_allowed_directories"), "{output}");
+    assert!(output.contains(dir.to_str().unwrap()), "{output}");
+    assert!(names.len() >= 10, "{names:?}");
+    server.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio_with_its_notifications() {
+    let server = McpServer::stdio([
+        "node".to_owned(),
+        script("server-everything"),
+        "stdio".to_owned(),
+    ])
+    .unwrap();
+    let listed = server.list_tools().await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "echo"), "{listed:?}");
+    let text = server
+        .call("echo", json!({"message": "hi there"}))
+        .await
+        .unwrap();
+    assert!(text.contains("hi there"), "{text}");
+    // A long call sends progress and log notifications on the way; they are skipped.
+    if listed
+        .iter()
+        .any(|t| t.name == "trigger-long-running-operation")
+    {
+        let text = server
+            .call(
+                "trigger-long-running-operation",
+                json!({"duration": 1, "steps": 3}),
+            )
+            .await
+            .unwrap();
+        assert!(!text.is_empty());
+    }
+    server.close().await.unwrap();
+}
+
+struct Node(std::process::Child);
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _node = Node(
+        Command::new("node")
+            .arg("-r")
+            .arg(peers().join("loopback.cjs"))
+            .arg(script("server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let server = Arc::new(McpServer::http(&url, &[("x-test".to_owned(), "1".to_owned())]).unwrap());
+    let listed = server.list_tools().await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "echo"));
+    let text = server
+        .call("echo", json!({"message": "over http"}))
+        .await
+        .unwrap();
+    assert!(text.contains("over http"), "{text}");
+    let tools = server.tools().await.unwrap();
+    let echo = tools.iter().find(|t| t.spec().name == "echo").unwrap();
+    let text = echo
+        .call(json!({"message": "as a tool"}), Ctx::new())
+        .await
+        .unwrap();
+    assert!(text.contains("as a tool"));
+    server.close().await.unwrap();
+}
