@@ -13,10 +13,18 @@ fn server() -> Option<OpenAi> {
         eprintln!("skipped: no llama-server (run `cargo xtask e2e-llama`)");
         return None;
     };
+    // The client's own retries, quicker than the default: llama-server sometimes closes a
+    // kept-alive connection just as the client reuses it after a stream, which is what the
+    // transport retry is for.
+    let retry = RetryPolicy {
+        attempts: 3,
+        base_delay: std::time::Duration::from_millis(100),
+        ..RetryPolicy::default()
+    };
     Some(
         LlamaCpp::builder("smollm2")
             .base_url(url)
-            .retry(RetryPolicy::none())
+            .retry(retry)
             .build()
             .unwrap(),
     )
