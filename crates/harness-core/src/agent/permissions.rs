@@ -149,6 +149,20 @@ impl From<String> for Rule {
     }
 }
 
+impl From<&dyn Tool> for Rule {
+    /// A rule for a tool held as a trait object, by the name it is registered under.
+    fn from(tool: &dyn Tool) -> Self {
+        Self::new(&tool.spec().name)
+    }
+}
+
+impl From<&std::sync::Arc<dyn Tool>> for Rule {
+    /// A rule for a shared tool (as the file and shell tool factories return them).
+    fn from(tool: &std::sync::Arc<dyn Tool>) -> Self {
+        Self::new(&tool.spec().name)
+    }
+}
+
 impl<T: Tool> From<&T> for Rule {
     /// A rule for the tool itself, by the name it is registered under (so a tool renamed
     /// with `#[tool(name = ...)]` still matches what the model sees).
