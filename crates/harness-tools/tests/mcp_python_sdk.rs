@@ -127,3 +127,27 @@ async fn a_paged_tools_list_is_followed_to_its_last_page() {
     );
     mcp.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn server_requests_are_answered_ping_served_and_the_unknown_refused() {
+    let mcp = McpServer::stdio([
+        "python3".to_owned(),
+        script("server_requests.py").to_string_lossy().into_owned(),
+    ])
+    .unwrap();
+    let tools = mcp.list_tools().await.unwrap();
+    let answers: serde_json::Value = serde_json::from_str(&tools[0].description).unwrap();
+    assert_eq!(
+        answers["0"],
+        json!({"jsonrpc": "2.0", "id": 0, "result": {}})
+    );
+    assert_eq!(answers["s1"]["error"]["code"], json!(-32601));
+    assert_eq!(answers["s1"]["id"], json!("s1"));
+    // A JSON-RPC error to a call is an McpError saying so.
+    let err = mcp.call("answers", json!({})).await.unwrap_err();
+    assert_eq!(
+        err.message(),
+        "MCP server refused tools/call: no such luck (code -32000)"
+    );
+    mcp.close().await.unwrap();
+}
