@@ -1,7 +1,6 @@
 //! Anthropic's Messages API.
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
@@ -11,8 +10,7 @@ use harness_core::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::http::{HttpClient, HttpConfig, RetryPolicy};
-use crate::openai::env_nonempty;
+use crate::http::{Connection, HttpClient, connection_setters};
 use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
 use crate::wire::Text;
 
@@ -49,15 +47,10 @@ pub struct Anthropic {
 #[must_use = "call build() to get the model"]
 pub struct AnthropicBuilder {
     model: String,
-    api_key: Option<String>,
-    base_url: Option<String>,
+    connection: Connection,
     max_tokens: u32,
     reasoning_effort: Option<ReasoningLevel>,
     cache_prompt: bool,
-    max_concurrency: Option<usize>,
-    timeout: Option<Duration>,
-    connect_timeout: Option<Duration>,
-    retry: RetryPolicy,
 }
 
 impl Anthropic {
@@ -74,15 +67,10 @@ impl Anthropic {
     pub fn builder(model: impl Into<String>) -> AnthropicBuilder {
         AnthropicBuilder {
             model: model.into(),
-            api_key: None,
-            base_url: None,
+            connection: Connection::default(),
             max_tokens: 4096,
             reasoning_effort: None,
             cache_prompt: false,
-            max_concurrency: None,
-            timeout: None,
-            connect_timeout: None,
-            retry: RetryPolicy::default(),
         }
     }
 
@@ -128,18 +116,7 @@ impl Anthropic {
 }
 
 impl AnthropicBuilder {
-    /// The API key; without one, `ANTHROPIC_API_KEY` is read. No `x-api-key` header is sent
-    /// when there is none.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Another base URL; `ANTHROPIC_BASE_URL` is read otherwise.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
-    }
+    connection_setters!();
 
     /// The output cap Anthropic requires (default 4096); raised to fit a thinking budget.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
@@ -159,30 +136,6 @@ impl AnthropicBuilder {
         self
     }
 
-    /// At most this many requests in flight.
-    pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n);
-        self
-    }
-
-    /// The overall timeout of a request (default 600 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// The connect timeout (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
-    }
-
-    /// How failures are retried.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     /// The model.
     ///
     /// # Errors
@@ -194,29 +147,17 @@ impl AnthropicBuilder {
                 "Anthropic max_tokens must be at least 1, got 0",
             ));
         }
-        let base_url = self
-            .base_url
-            .or_else(|| env_nonempty("ANTHROPIC_BASE_URL"))
-            .unwrap_or_else(|| "https://api.anthropic.com/v1".to_owned());
-        let mut config = HttpConfig::new("anthropic", base_url);
-        if let Some(key) = self
-            .api_key
-            .or_else(|| env_nonempty("ANTHROPIC_API_KEY"))
-            .filter(|k| !k.is_empty())
-        {
+        let mut config = self.connection.config(
+            "anthropic",
+            "https://api.anthropic.com/v1",
+            Some("ANTHROPIC_BASE_URL"),
+        );
+        if let Some(key) = self.connection.key(&["ANTHROPIC_API_KEY"]) {
             config.headers.push(("x-api-key".into(), key));
         }
         config
             .headers
             .push(("anthropic-version".into(), VERSION.into()));
-        config.max_concurrency = self.max_concurrency;
-        config.retry = self.retry;
-        if let Some(t) = self.timeout {
-            config.timeout = t;
-        }
-        if let Some(t) = self.connect_timeout {
-            config.connect_timeout = t;
-        }
         Ok(Anthropic {
             client: HttpClient::new(config)?,
             model: self.model,

@@ -1,7 +1,5 @@
 //! Google's Gemini API: `generateContent` and `streamGenerateContent` (SSE).
 
-use std::time::Duration;
-
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
     ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
@@ -9,8 +7,7 @@ use harness_core::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::http::{HttpClient, HttpConfig, RetryPolicy};
-use crate::openai::env_nonempty;
+use crate::http::{Connection, HttpClient, connection_setters};
 use crate::rest::{self, Accumulator, StreamRequest, required};
 use crate::wire::{Few, Text};
 
@@ -40,13 +37,8 @@ pub struct Gemini {
 #[must_use = "call build() to get the model"]
 pub struct GeminiBuilder {
     model: String,
-    api_key: Option<String>,
-    base_url: Option<String>,
+    connection: Connection,
     reasoning_effort: Option<ReasoningLevel>,
-    max_concurrency: Option<usize>,
-    timeout: Option<Duration>,
-    connect_timeout: Option<Duration>,
-    retry: RetryPolicy,
 }
 
 impl Gemini {
@@ -62,13 +54,8 @@ impl Gemini {
     pub fn builder(model: impl Into<String>) -> GeminiBuilder {
         GeminiBuilder {
             model: model.into(),
-            api_key: None,
-            base_url: None,
+            connection: Connection::default(),
             reasoning_effort: None,
-            max_concurrency: None,
-            timeout: None,
-            connect_timeout: None,
-            retry: RetryPolicy::default(),
         }
     }
 
@@ -113,46 +100,11 @@ impl Gemini {
 }
 
 impl GeminiBuilder {
-    /// The API key; without one, `GEMINI_API_KEY` then `GOOGLE_API_KEY` are read. It is
-    /// sent as the `x-goog-api-key` header, never in the URL.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Another base URL (default `https://generativelanguage.googleapis.com/v1beta`).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
-    }
+    connection_setters!();
 
     /// A thinking budget from the level.
     pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
         self.reasoning_effort = Some(level);
-        self
-    }
-
-    /// At most this many requests in flight.
-    pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n);
-        self
-    }
-
-    /// The overall timeout of a request (default 600 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// The connect timeout (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
-    }
-
-    /// How failures are retried.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
         self
     }
 
@@ -161,25 +113,13 @@ impl GeminiBuilder {
     /// # Errors
     /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
     pub fn build(self) -> Result<Gemini> {
-        let base_url = self
-            .base_url
-            .unwrap_or_else(|| "https://generativelanguage.googleapis.com/v1beta".to_owned());
-        let mut config = HttpConfig::new("gemini", base_url);
-        let key = self
-            .api_key
-            .or_else(|| env_nonempty("GEMINI_API_KEY"))
-            .or_else(|| env_nonempty("GOOGLE_API_KEY"))
-            .filter(|k| !k.is_empty());
-        if let Some(key) = key {
+        let mut config = self.connection.config(
+            "gemini",
+            "https://generativelanguage.googleapis.com/v1beta",
+            None,
+        );
+        if let Some(key) = self.connection.key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
             config.headers.push(("x-goog-api-key".into(), key));
-        }
-        config.max_concurrency = self.max_concurrency;
-        config.retry = self.retry;
-        if let Some(t) = self.timeout {
-            config.timeout = t;
-        }
-        if let Some(t) = self.connect_timeout {
-            config.connect_timeout = t;
         }
         Ok(Gemini {
             client: HttpClient::new(config)?,

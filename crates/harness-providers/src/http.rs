@@ -91,6 +91,102 @@ impl HttpConfig {
     }
 }
 
+/// The connection settings every provider builder shares, set through the methods
+/// [`connection_setters!`] writes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Connection {
+    pub(crate) api_key: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) max_concurrency: Option<usize>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) retry: RetryPolicy,
+}
+
+impl Connection {
+    /// The key given to the builder, else the first of `vars` that is set and not blank.
+    pub(crate) fn key(&self, vars: &[&str]) -> Option<String> {
+        self.api_key
+            .clone()
+            .or_else(|| {
+                vars.iter()
+                    .find_map(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
+            })
+            .filter(|k| !k.is_empty())
+    }
+
+    /// The HTTP configuration: the base URL given, else `base_var` when set, else
+    /// `default_base`; the limits as set.
+    pub(crate) fn config(
+        &self,
+        provider: &str,
+        default_base: &str,
+        base_var: Option<&str>,
+    ) -> HttpConfig {
+        let base = self
+            .base_url
+            .clone()
+            .or_else(|| {
+                base_var.and_then(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
+            })
+            .unwrap_or_else(|| default_base.to_owned());
+        let mut config = HttpConfig::new(provider, base);
+        config.max_concurrency = self.max_concurrency;
+        config.retry = self.retry;
+        if let Some(t) = self.timeout {
+            config.timeout = t;
+        }
+        if let Some(t) = self.connect_timeout {
+            config.connect_timeout = t;
+        }
+        config
+    }
+}
+
+/// The connection setters of a provider builder with a `connection: Connection` field.
+macro_rules! connection_setters {
+    () => {
+        /// The API key; without one, the provider's environment variable is read, and with
+        /// neither no authentication header is sent.
+        pub fn api_key(mut self, key: impl Into<String>) -> Self {
+            self.connection.api_key = Some(key.into());
+            self
+        }
+
+        /// Another base URL (a proxy, a gateway, a loopback test server).
+        pub fn base_url(mut self, url: impl Into<String>) -> Self {
+            self.connection.base_url = Some(url.into());
+            self
+        }
+
+        /// At most this many requests in flight, held across retries and for a stream's
+        /// whole body.
+        pub fn max_concurrency(mut self, n: usize) -> Self {
+            self.connection.max_concurrency = Some(n);
+            self
+        }
+
+        /// The overall timeout of a request, a stream's body included (default 600 s).
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.connection.timeout = Some(timeout);
+            self
+        }
+
+        /// The connect timeout (default 10 s).
+        pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.connection.connect_timeout = Some(timeout);
+            self
+        }
+
+        /// How failures are retried (default: four attempts, `Retry-After` honoured).
+        pub fn retry(mut self, retry: $crate::http::RetryPolicy) -> Self {
+            self.connection.retry = retry;
+            self
+        }
+    };
+}
+pub(crate) use connection_setters;
+
 /// A retrying JSON-over-HTTP client for one base URL.
 ///
 /// A failure that survives the retries is an [`Error::Provider`] keeping the HTTP status, the

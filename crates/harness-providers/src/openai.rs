@@ -1,7 +1,5 @@
 //! OpenAI Chat Completions, and every gateway and local server that speaks it.
 
-use std::time::Duration;
-
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
     ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
@@ -9,7 +7,7 @@ use harness_core::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::http::{HttpClient, HttpConfig, RetryPolicy};
+use crate::http::{Connection, HttpClient, connection_setters};
 use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
 use crate::wire::{Few, Text, push};
 
@@ -54,15 +52,10 @@ pub(crate) const OPENAI: Service = Service {
 pub struct OpenAiBuilder {
     service: Service,
     model: String,
-    api_key: Option<String>,
-    base_url: Option<String>,
+    connection: Connection,
     temperature: Option<f64>,
     reasoning_effort: Option<ReasoningLevel>,
     stream_usage: bool,
-    max_concurrency: Option<usize>,
-    timeout: Option<Duration>,
-    connect_timeout: Option<Duration>,
-    retry: RetryPolicy,
 }
 
 impl OpenAi {
@@ -119,33 +112,17 @@ impl OpenAi {
 }
 
 impl OpenAiBuilder {
+    connection_setters!();
+
     pub(crate) fn for_service(service: Service, model: String) -> Self {
         Self {
             service,
             model,
-            api_key: None,
-            base_url: None,
+            connection: Connection::default(),
             temperature: None,
             reasoning_effort: None,
             stream_usage: true,
-            max_concurrency: None,
-            timeout: None,
-            connect_timeout: None,
-            retry: RetryPolicy::default(),
         }
-    }
-
-    /// The API key; without one, the service's environment variable is read. No
-    /// `Authorization` header is sent when there is no key.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Another base URL (a proxy, a self-hosted server).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
     }
 
     /// The sampling temperature.
@@ -166,56 +143,21 @@ impl OpenAiBuilder {
         self
     }
 
-    /// At most this many requests in flight, held across retries and a stream's body.
-    pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n);
-        self
-    }
-
-    /// The overall timeout of a request (default 600 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// The connect timeout (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
-    }
-
-    /// How failures are retried (default: four attempts, `Retry-After` honoured).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     /// The model.
     ///
     /// # Errors
     /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
     pub fn build(self) -> Result<OpenAi> {
-        let key = self
-            .api_key
-            .or_else(|| self.service.key_var.and_then(env_nonempty))
-            .filter(|k| !k.is_empty());
-        let base_url = self
-            .base_url
-            .or_else(|| self.service.base_url_var.and_then(env_nonempty))
-            .unwrap_or_else(|| self.service.base_url.to_owned());
-        let mut config = HttpConfig::new(self.service.id, base_url);
-        if let Some(key) = key {
+        let mut config = self.connection.config(
+            self.service.id,
+            self.service.base_url,
+            self.service.base_url_var,
+        );
+        let key_vars: Vec<&str> = self.service.key_var.into_iter().collect();
+        if let Some(key) = self.connection.key(&key_vars) {
             config
                 .headers
                 .push(("authorization".into(), format!("Bearer {key}")));
-        }
-        config.max_concurrency = self.max_concurrency;
-        config.retry = self.retry;
-        if let Some(t) = self.timeout {
-            config.timeout = t;
-        }
-        if let Some(t) = self.connect_timeout {
-            config.connect_timeout = t;
         }
         Ok(OpenAi {
             client: HttpClient::new(config)?,
