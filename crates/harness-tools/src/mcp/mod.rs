@@ -63,7 +63,8 @@ pub struct McpTool {
     pub read_only: bool,
 }
 
-/// An MCP server's tools, ready for an agent.
+/// An MCP server's tools, ready for an agent. Cloning is cheap and the clones share the
+/// connection.
 ///
 /// The handshake happens on first use, so [`connect`](McpServer::connect) is optional. Each
 /// tool keeps the server's own schema. A tool the server did not mark read-only is gated
@@ -82,11 +83,13 @@ pub struct McpTool {
 /// mcp.close().await?;
 /// # Ok(()) }
 /// ```
+#[derive(Clone)]
 pub struct McpServer {
+    // Shared, so the tools handed out and every clone use one connection and one handshake.
     transport: Arc<dyn Transport>,
     roots: Option<Arc<RwLock<Vec<PathBuf>>>>,
     requires_approval: bool,
-    initialized: OnceCell<Value>,
+    initialized: Arc<OnceCell<Value>>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -105,7 +108,7 @@ impl McpServer {
             transport: Arc::new(transport),
             roots: None,
             requires_approval: true,
-            initialized: OnceCell::new(),
+            initialized: Arc::new(OnceCell::new()),
         }
     }
 
@@ -253,7 +256,7 @@ impl McpServer {
     ///
     /// # Errors
     /// As [`McpServer::list_tools`].
-    pub async fn tools(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+    pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         let listed = self.list_tools().await?;
         Ok(listed
             .into_iter()
@@ -262,7 +265,7 @@ impl McpServer {
                 let spec = ToolSpec::new(tool.name, tool.description, tool.input_schema)
                     .with_requires_approval(gated);
                 Arc::new(RemoteTool {
-                    server: Arc::clone(self),
+                    server: self.clone(),
                     spec,
                 }) as Arc<dyn Tool>
             })
@@ -320,7 +323,7 @@ impl McpServer {
 
 /// One of an MCP server's tools behind the [`Tool`] trait.
 struct RemoteTool {
-    server: Arc<McpServer>,
+    server: McpServer,
     spec: ToolSpec,
 }
 
