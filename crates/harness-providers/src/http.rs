@@ -409,7 +409,10 @@ fn is_transient(error: &reqwest::Error) -> bool {
 fn retry_after(response: &Response) -> Option<Duration> {
     let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // An absurd value (1e30) must not overflow a Duration; the cap applies after.
+        return Duration::try_from_secs_f64(seconds)
+            .ok()
+            .or((seconds.is_finite() && seconds > 0.0).then_some(Duration::MAX));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::{Connection, HttpClient, connection_setters};
-use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
+use crate::rest::{self, Accumulator, StreamRequest, clip, lenient_arguments, required};
 use crate::wire::{Few, Text, push};
 
 /// A model behind the OpenAI Chat Completions API: OpenAI itself, the gateways that share
@@ -322,11 +322,9 @@ fn usage_from(value: Option<&Value>) -> Option<TokenUsage> {
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let choices = required("OpenAI", answer, "choices")?;
     let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
-        let mut body = answer.to_string();
-        body.truncate(200);
         return Err(ProviderError::new(
             "openai",
-            format!("OpenAI response has no choices: {body}"),
+            format!("OpenAI response has no choices: {}", clip(answer)),
         )
         .into());
     };

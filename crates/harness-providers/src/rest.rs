@@ -135,15 +135,21 @@ pub(crate) fn stream<'a, A: Accumulator + 'a>(
 /// A required key of a vendor's answer, or an error that names it.
 pub(crate) fn required<'v>(vendor: &str, value: &'v Value, key: &str) -> Result<&'v Value> {
     value.get(key).ok_or_else(|| {
-        let mut body = value.to_string();
-        if body.chars().count() > 200 {
-            body = body.chars().take(200).collect::<String>() + "...";
-        }
         Error::from(ProviderError::new(
             vendor.to_ascii_lowercase(),
-            format!("{vendor} response is missing '{key}': {body}"),
+            format!("{vendor} response is missing '{key}': {}", clip(value)),
         ))
     })
+}
+
+/// An answer as JSON text cut to 200 characters (never inside a character), for messages.
+pub(crate) fn clip(value: &Value) -> String {
+    let body = value.to_string();
+    if body.chars().count() > 200 {
+        body.chars().take(200).collect::<String>() + "..."
+    } else {
+        body
+    }
 }
 
 /// Tool-call arguments from the text a vendor sent: empty or unparseable text gives none.

@@ -216,3 +216,25 @@ async fn a_refused_connection_is_a_provider_error_naming_the_url() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn an_absurd_retry_after_is_capped_not_a_panic() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(503, "busy").header("retry-after", "1e30")
+        } else {
+            Reply::json(200, OK)
+        }
+    })
+    .await;
+    let retry = RetryPolicy {
+        attempts: 2,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(20),
+    };
+    let response = model(&server, retry)
+        .generate(&[Message::user("hi")], &[])
+        .await
+        .unwrap();
+    assert_eq!(response.content(), "fine");
+}

@@ -86,7 +86,7 @@ impl<M: Llm> RateLimited<M> {
         };
         // May go negative: later callers queue behind this one.
         bucket.tokens -= 1.0;
-        Duration::from_secs_f64(wait)
+        Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX)
     }
 }
 

@@ -58,7 +58,7 @@ impl<M: Llm> Retrying<M> {
 
     async fn pause(&self, retry: u32) {
         if !self.backoff.is_zero() {
-            tokio::time::sleep(self.backoff * retry).await;
+            tokio::time::sleep(self.backoff.saturating_mul(retry)).await;
         }
     }
 }
