@@ -1,0 +1,243 @@
+//! `Topology`: the nodes and edges of a graph, checked the way `build()` checks them.
+
+use std::collections::HashMap;
+
+use crate::error::GraphError;
+
+/// How an edge is conditioned, as far as its shape is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Condition {
+    /// A condition with a name (a named predicate): the diagram prints it.
+    Named(String),
+    /// A condition without a name (a closure).
+    Anonymous,
+}
+
+/// One node: its name and whether it starts or ends the graph (`end` only styles the
+/// diagram; execution never consults it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// The node's name.
+    pub name: String,
+    /// Whether the node runs in the first wave.
+    pub start: bool,
+    /// Whether the node ends the graph (drawn with a double rule).
+    pub end: bool,
+}
+
+/// One edge, in `connect` order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeInfo {
+    /// The source's index in registration order.
+    pub source: usize,
+    /// The target's index in registration order.
+    pub target: usize,
+    /// The condition, if any.
+    pub condition: Option<Condition>,
+    /// Whether this is a declared back-edge.
+    pub is_loop: bool,
+}
+
+/// A loop edge with its body: the target and everything reachable from it over forward
+/// edges, re-run when the edge is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopInfo {
+    /// The loop edge's source.
+    pub source: usize,
+    /// The loop edge's target (the loop head).
+    pub target: usize,
+    /// The loop edge's condition.
+    pub condition: Option<Condition>,
+    /// The head and everything downstream of it, in registration order.
+    pub body: Vec<usize>,
+}
+
+/// The shape of a graph: nodes in registration order and edges in `connect` order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    nodes: Vec<NodeInfo>,
+    edges: Vec<EdgeInfo>,
+    index: HashMap<String, usize>,
+}
+
+impl Topology {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a node.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] for a name already taken.
+    pub fn add(
+        &mut self,
+        name: impl Into<String>,
+        start: bool,
+        end: bool,
+    ) -> Result<usize, GraphError> {
+        let name = name.into();
+        if self.index.contains_key(&name) {
+            return Err(GraphError::Configuration(format!(
+                "Node already exists: {name}; give each node its own name"
+            )));
+        }
+        let at = self.nodes.len();
+        self.index.insert(name.clone(), at);
+        self.nodes.push(NodeInfo { name, start, end });
+        Ok(at)
+    }
+
+    /// Connects two registered nodes by name.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] naming an unknown node (the source is checked first).
+    pub fn connect(
+        &mut self,
+        source: &str,
+        target: &str,
+        condition: Option<Condition>,
+        is_loop: bool,
+    ) -> Result<(), GraphError> {
+        let source = self.position(source)?;
+        let target = self.position(target)?;
+        self.edges.push(EdgeInfo {
+            source,
+            target,
+            condition,
+            is_loop,
+        });
+        Ok(())
+    }
+
+    /// The index of the node named `name`.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] when none is.
+    pub fn position(&self, name: &str) -> Result<usize, GraphError> {
+        self.index.get(name).copied().ok_or_else(|| {
+            let known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+            GraphError::Configuration(format!(
+                "Unknown node: {name}; registered nodes: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+    }
+
+    /// The nodes, in registration order.
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    /// The edges, in `connect` order.
+    pub fn edges(&self) -> &[EdgeInfo] {
+        &self.edges
+    }
+
+    /// Checks what `build()` checks, in its order: a start node exists; every node is a
+    /// start node or has an incoming edge; the forward (non-loop) edges have no cycle.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] saying what is wrong and how to fix it.
+    pub fn validate(&self) -> Result<(), GraphError> {
+        if !self.nodes.iter().any(|n| n.start) {
+            return Err(GraphError::Configuration(
+                "Graph has no start node; register at least one node with start".to_owned(),
+            ));
+        }
+        for (at, node) in self.nodes.iter().enumerate() {
+            if !node.start && !self.edges.iter().any(|e| e.target == at) {
+                return Err(GraphError::Configuration(format!(
+                    "Node '{}' is unreachable: no start flag and no incoming edges; connect it \
+                     or mark it start",
+                    node.name
+                )));
+            }
+        }
+        // Kahn's algorithm over forward edges.
+        let mut incoming = vec![0_usize; self.nodes.len()];
+        for edge in self.edges.iter().filter(|e| !e.is_loop) {
+            incoming[edge.target] += 1;
+        }
+        let mut ready: Vec<usize> = (0..self.nodes.len())
+            .filter(|&n| incoming[n] == 0)
+            .collect();
+        let mut seen = 0;
+        while let Some(node) = ready.pop() {
+            seen += 1;
+            for edge in self.edges.iter().filter(|e| !e.is_loop && e.source == node) {
+                incoming[edge.target] -= 1;
+                if incoming[edge.target] == 0 {
+                    ready.push(edge.target);
+                }
+            }
+        }
+        if seen < self.nodes.len() {
+            return Err(GraphError::Configuration(
+                "Graph contains a cycle; declare the back-edge with a loop connection if the \
+                 iteration is intentional"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Each node's forward predecessors with their conditions: sources walked in
+    /// registration order, each source's edges in `connect` order.
+    pub fn predecessors(&self) -> Vec<Vec<(usize, Option<Condition>)>> {
+        let mut predecessors = vec![Vec::new(); self.nodes.len()];
+        for source in 0..self.nodes.len() {
+            for edge in self
+                .edges
+                .iter()
+                .filter(|e| e.source == source && !e.is_loop)
+            {
+                predecessors[edge.target].push((source, edge.condition.clone()));
+            }
+        }
+        predecessors
+    }
+
+    /// The loop edges (sources in registration order, then `connect` order) with their
+    /// bodies.
+    pub fn loops(&self) -> Vec<LoopInfo> {
+        let mut loops = Vec::new();
+        for source in 0..self.nodes.len() {
+            for edge in self
+                .edges
+                .iter()
+                .filter(|e| e.source == source && e.is_loop)
+            {
+                loops.push(LoopInfo {
+                    source,
+                    target: edge.target,
+                    condition: edge.condition.clone(),
+                    body: self.downstream(edge.target),
+                });
+            }
+        }
+        loops
+    }
+
+    /// `start` and everything reachable from it over forward edges, in registration order.
+    fn downstream(&self, start: usize) -> Vec<usize> {
+        let mut reached = vec![false; self.nodes.len()];
+        let mut pending = vec![start];
+        while let Some(node) = pending.pop() {
+            if std::mem::replace(&mut reached[node], true) {
+                continue;
+            }
+            pending.extend(
+                self.edges
+                    .iter()
+                    .filter(|e| !e.is_loop && e.source == node)
+                    .map(|e| e.target),
+            );
+        }
+        (0..self.nodes.len()).filter(|&n| reached[n]).collect()
+    }
+}
