@@ -20,11 +20,18 @@
 //! # Ok::<(), harness_graph::GraphError>(())
 //! ```
 
+// Lets `#[derive(GraphState)]` name `::harness_graph` inside this crate's own tests.
+extern crate self as harness_graph;
+
 mod diagram;
 mod error;
+mod graph;
+pub mod reducers;
 mod topology;
 
-pub use error::GraphError;
+pub use error::{GraphError, NodeError};
+pub use graph::{Executor, Graph, GraphState, Place};
+pub use harness_macros::GraphState;
 pub use topology::{Condition, EdgeInfo, LoopInfo, NodeInfo, Topology};
 
 impl Topology {

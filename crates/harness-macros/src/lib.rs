@@ -6,6 +6,7 @@
 //! `#[tool(crate = path)]` to point it elsewhere (a renamed re-export, say).
 
 mod docs;
+mod graph_state;
 mod tool;
 
 use proc_macro::TokenStream;
@@ -41,4 +42,18 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     tool::expand(attr.into(), item.into()).into()
+}
+
+/// Derives `harness_graph::GraphState` for a struct with named fields: the field-by-field
+/// merge of a graph's concurrent branches.
+///
+/// After a wave, each field takes the value its branches wrote: untouched if none changed
+/// it, the new value if one did (or several wrote the same value), and for several distinct
+/// values the field's reducer, `#[reducer(concat)]`, `#[reducer(merge_maps)]` or
+/// `#[reducer(path::to::function)]` (called with the snapshot's value and the written
+/// values in ready order). Several writers and no reducer is a `ConcurrentUpdate` error
+/// naming the field. Fields must be `Clone + PartialEq`.
+#[proc_macro_derive(GraphState, attributes(reducer))]
+pub fn derive_graph_state(input: TokenStream) -> TokenStream {
+    graph_state::expand(input.into()).into()
 }
