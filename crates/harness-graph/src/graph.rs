@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 
 use crate::error::{GraphError, NodeError};
-use crate::topology::{Condition, Topology};
+use crate::topology::{Condition, LoopInfo, Topology};
 
 /// A graph's state: a struct whose concurrent writes are merged field by field. Derive it
 /// with `#[derive(GraphState)]`.
@@ -19,6 +19,9 @@ pub trait GraphState: Clone + Send + Sync + 'static {
     /// and that declares no reducer.
     fn merge(snapshot: &Self, branches: &[Self]) -> Result<Self, GraphError>;
 }
+
+/// The wave limit of [`Executor::run`].
+pub const DEFAULT_MAX_STEPS: usize = 50;
 
 type NodeFuture<S> = Pin<Box<dyn Future<Output = Result<S, NodeError>> + Send>>;
 type NodeFn<S> = Arc<dyn Fn(S) -> NodeFuture<S> + Send + Sync>;
@@ -49,6 +52,56 @@ impl Place {
         start: false,
         end: false,
     };
+}
+
+/// A node handle returned by [`Graph::add`]: connecting by handle makes a typo a compile
+/// error; names work too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeId(usize);
+
+/// A node named for [`Graph::connect`]: a [`NodeId`] or a name.
+#[derive(Debug, Clone, Copy)]
+pub enum NodeRef<'a> {
+    /// By handle.
+    Id(NodeId),
+    /// By name.
+    Name(&'a str),
+}
+
+impl From<NodeId> for NodeRef<'_> {
+    fn from(id: NodeId) -> Self {
+        Self::Id(id)
+    }
+}
+
+impl<'a> From<&'a str> for NodeRef<'a> {
+    fn from(name: &'a str) -> Self {
+        Self::Name(name)
+    }
+}
+
+/// What a graph run reports as it goes, from [`Executor::run_events`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GraphEvent {
+    /// A wave starts with these nodes (1-based wave number).
+    WaveStarted {
+        /// Which wave.
+        wave: usize,
+        /// The nodes it runs, in ready order.
+        nodes: Vec<String>,
+    },
+    /// A node started.
+    NodeStarted {
+        /// The node's name.
+        node: String,
+    },
+    /// A node finished (`failed` when it raised).
+    NodeFinished {
+        /// The node's name.
+        node: String,
+        /// Whether it failed.
+        failed: bool,
+    },
 }
 
 /// Builds a graph over state `S`: nodes, then edges, then [`Graph::build`].
@@ -84,14 +137,28 @@ impl<S: GraphState> Graph<S> {
         name: &str,
         place: Place,
         node: impl Fn(S) -> S + Send + Sync + 'static,
-    ) -> Result<&mut Self, GraphError> {
+    ) -> Result<NodeId, GraphError> {
+        self.try_add(name, place, move |state| Ok::<S, NodeError>(node(state)))
+    }
+
+    /// Adds a plain `fn` node that may fail; it runs on tokio's blocking pool.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] for a name already taken.
+    pub fn try_add<E: Into<NodeError>>(
+        &mut self,
+        name: &str,
+        place: Place,
+        node: impl Fn(S) -> Result<S, E> + Send + Sync + 'static,
+    ) -> Result<NodeId, GraphError> {
         let node = Arc::new(node);
         self.add_async(name, place, move |state| {
             let node = Arc::clone(&node);
             async move {
-                tokio::task::spawn_blocking(move || node(state))
-                    .await
-                    .map_err(|e| Box::new(e) as NodeError)
+                match tokio::task::spawn_blocking(move || node(state).map_err(Into::into)).await {
+                    Ok(result) => result,
+                    Err(e) => Err(Box::new(e) as NodeError),
+                }
             }
         })
     }
@@ -105,25 +172,29 @@ impl<S: GraphState> Graph<S> {
         name: &str,
         place: Place,
         node: F,
-    ) -> Result<&mut Self, GraphError>
+    ) -> Result<NodeId, GraphError>
     where
         F: Fn(S) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<S, E>> + Send + 'static,
         E: Into<NodeError>,
     {
-        self.topology.add(name, place.start, place.end)?;
+        let at = self.topology.add(name, place.start, place.end)?;
         self.nodes.push(Arc::new(move |state| {
             let run = node(state);
             Box::pin(async move { run.await.map_err(Into::into) })
         }));
-        Ok(self)
+        Ok(NodeId(at))
     }
 
     /// An unconditional edge.
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect(&mut self, source: &str, target: &str) -> Result<&mut Self, GraphError> {
+    pub fn connect<'a>(
+        &mut self,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
+    ) -> Result<&mut Self, GraphError> {
         self.edge(source, target, None, false)
     }
 
@@ -132,10 +203,10 @@ impl<S: GraphState> Graph<S> {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_when(
+    pub fn connect_when<'a>(
         &mut self,
-        source: &str,
-        target: &str,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
         name: &str,
         when: impl Fn(&S) -> bool + Send + Sync + 'static,
     ) -> Result<&mut Self, GraphError> {
@@ -152,20 +223,20 @@ impl<S: GraphState> Graph<S> {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_loop(
+    pub fn connect_loop<'a>(
         &mut self,
-        source: &str,
-        target: &str,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
         when: Option<(&str, Predicate<S>)>,
     ) -> Result<&mut Self, GraphError> {
         let condition = when.map(|(name, p)| (Condition::Named(name.to_owned()), p));
         self.edge(source, target, condition, true)
     }
 
-    fn edge(
+    fn edge<'a>(
         &mut self,
-        source: &str,
-        target: &str,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
         condition: Option<(Condition, Predicate<S>)>,
         is_loop: bool,
     ) -> Result<&mut Self, GraphError> {
@@ -173,9 +244,23 @@ impl<S: GraphState> Graph<S> {
             Some((label, predicate)) => (Some(label), Some(predicate)),
             None => (None, None),
         };
-        self.topology.connect(source, target, label, is_loop)?;
+        let source = self.name_of(source.into())?;
+        let target = self.name_of(target.into())?;
+        self.topology.connect(&source, &target, label, is_loop)?;
         self.conditions.push(predicate);
         Ok(self)
+    }
+
+    fn name_of(&self, node: NodeRef<'_>) -> Result<String, GraphError> {
+        match node {
+            NodeRef::Name(name) => Ok(name.to_owned()),
+            NodeRef::Id(NodeId(at)) => self
+                .topology
+                .nodes()
+                .get(at)
+                .map(|n| n.name.clone())
+                .ok_or_else(|| GraphError::Configuration("a NodeId from another graph".to_owned())),
+        }
     }
 
     /// Checks the graph and hands back its executor.
@@ -211,18 +296,104 @@ impl<S: GraphState> Executor<S> {
         &self.topology
     }
 
+    /// Runs from `state`, at most 50 waves.
+    ///
+    /// # Errors
+    /// As [`Executor::run_with_steps`].
+    pub async fn run(&self, state: S) -> Result<S, GraphError> {
+        self.drive(state, DEFAULT_MAX_STEPS, None).await
+    }
+
+    /// Runs from `S::default()`, at most 50 waves.
+    ///
+    /// # Errors
+    /// As [`Executor::run_with_steps`].
+    pub async fn run_default(&self) -> Result<S, GraphError>
+    where
+        S: Default,
+    {
+        self.run(S::default()).await
+    }
+
     /// Runs from `state`, wave by wave, at most `max_steps` waves: a graph that needs N
-    /// waves finishes with `max_steps = N`.
+    /// waves finishes with `max_steps = N`. Each wave's ready nodes run concurrently, each on
+    /// its own copy of the wave's snapshot; their results merge field by field in ready
+    /// order; conditions see the merged state.
     ///
     /// # Errors
     /// [`GraphError::Execution`] naming a failing node, [`GraphError::ConcurrentUpdate`],
     /// [`GraphError::StepLimitExceeded`] carrying the state reached.
-    pub async fn run(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
-        let nodes = self.topology.nodes();
-        let count = nodes.len();
-        let predecessors = self.topology.predecessors();
-        let loops = self.topology.loops();
-        // The predicate of each forward edge, aligned with `predecessors`.
+    pub async fn run_with_steps(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
+        self.drive(state, max_steps, None).await
+    }
+
+    /// Runs from `state` (at most 50 waves) reporting progress as it goes; the run's result
+    /// comes back with the events, when the run is over.
+    pub async fn run_events(
+        &self,
+        state: S,
+        mut watch: impl FnMut(GraphEvent) + Send,
+    ) -> Result<S, GraphError> {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let run = self.drive(state, DEFAULT_MAX_STEPS, Some(&sender));
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                biased;
+                Some(event) = receiver.recv() => watch(event),
+                result = &mut run => {
+                    while let Ok(event) = receiver.try_recv() {
+                        watch(event);
+                    }
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// Loop edges whose source ran this wave and whose condition holds re-open their body;
+    /// returns their heads, in loop order.
+    fn reenter(
+        &self,
+        loops: &[LoopInfo],
+        ran: &[usize],
+        state: &S,
+        finished: &mut [bool],
+    ) -> Vec<usize> {
+        // `loops` lists sources in registration order; match each to its edge's predicate.
+        let mut reentered = Vec::new();
+        for lp in loops {
+            if !ran.contains(&lp.source) {
+                continue;
+            }
+            let predicate = self
+                .topology
+                .edges()
+                .iter()
+                .zip(&self.conditions)
+                .find(|(e, _)| e.is_loop && e.source == lp.source && e.target == lp.target)
+                .and_then(|(_, p)| p.as_ref());
+            if predicate.is_none_or(|p| p(state)) {
+                for &b in &lp.body {
+                    finished[b] = false;
+                }
+                if !reentered.contains(&lp.target) {
+                    reentered.push(lp.target);
+                }
+            }
+        }
+        reentered
+    }
+
+    /// The next wave: nodes whose forward predecessors are all finished and one of whose
+    /// edges is taken; a node none of whose edges is taken is skipped (marked finished), which
+    /// lets joins downstream go on.
+    fn next_wave(
+        &self,
+        predecessors: &[Vec<(usize, Option<Condition>)>],
+        state: &S,
+        finished: &mut [bool],
+    ) -> Vec<usize> {
         let edge_predicate = |source: usize, target: usize, nth: usize| -> Option<&Predicate<S>> {
             self.topology
                 .edges()
@@ -232,18 +403,69 @@ impl<S: GraphState> Executor<S> {
                 .nth(nth)
                 .and_then(|(_, p)| p.as_ref())
         };
+        let mut next = Vec::new();
+        for n in 0..predecessors.len() {
+            if finished[n] || predecessors[n].is_empty() {
+                continue;
+            }
+            if predecessors[n].iter().any(|(p, _)| !finished[*p]) {
+                continue;
+            }
+            let mut seen: Vec<usize> = Vec::new();
+            let taken = predecessors[n].iter().any(|(p, condition)| {
+                let nth = seen.iter().filter(|&&s| s == *p).count();
+                seen.push(*p);
+                condition.is_none() || edge_predicate(*p, n, nth).is_none_or(|pred| pred(state))
+            });
+            if taken {
+                next.push(n);
+            } else {
+                finished[n] = true;
+            }
+        }
+        next
+    }
+
+    async fn drive(
+        &self,
+        state: S,
+        max_steps: usize,
+        events: Option<&tokio::sync::mpsc::UnboundedSender<GraphEvent>>,
+    ) -> Result<S, GraphError> {
+        let emit = |event: GraphEvent| {
+            if let Some(sender) = events {
+                let _ = sender.send(event);
+            }
+        };
+        let nodes = self.topology.nodes();
+        let count = nodes.len();
+        let predecessors = self.topology.predecessors();
+        let loops = self.topology.loops();
         let mut state = state;
         let mut finished = vec![false; count];
         let mut ready: Vec<usize> = (0..count).filter(|&n| nodes[n].start).collect();
-        for _ in 0..max_steps {
+        for wave in 1..=max_steps {
             if ready.is_empty() {
                 return Ok(state);
             }
+            emit(GraphEvent::WaveStarted {
+                wave,
+                nodes: ready.iter().map(|&n| nodes[n].name.clone()).collect(),
+            });
             let snapshot = state.clone();
-            let runs = ready.iter().map(|&n| (self.nodes[n])(snapshot.clone()));
+            let runs = ready.iter().map(|&n| {
+                let name = nodes[n].name.clone();
+                emit(GraphEvent::NodeStarted { node: name.clone() });
+                let span = tracing::info_span!("graph_node", "graph.node.name" = %name, "graph.wave" = wave);
+                tracing::Instrument::instrument((self.nodes[n])(snapshot.clone()), span)
+            });
             let results = join_all(runs).await;
             let mut branches = Vec::with_capacity(results.len());
             for (&n, result) in ready.iter().zip(results) {
+                emit(GraphEvent::NodeFinished {
+                    node: nodes[n].name.clone(),
+                    failed: result.is_err(),
+                });
                 branches.push(result.map_err(|source| GraphError::Execution {
                     node: nodes[n].name.clone(),
                     source,
@@ -253,52 +475,8 @@ impl<S: GraphState> Executor<S> {
             for &n in &ready {
                 finished[n] = true;
             }
-            // Loop edges whose source ran this wave and whose condition holds re-open their body.
-            let mut reentered = Vec::new();
-            for (i, lp) in loops.iter().enumerate() {
-                if !ready.contains(&lp.source) {
-                    continue;
-                }
-                let predicate = self
-                    .topology
-                    .edges()
-                    .iter()
-                    .zip(&self.conditions)
-                    .filter(|(e, _)| e.is_loop)
-                    .nth(i)
-                    .and_then(|(_, p)| p.as_ref());
-                if predicate.is_none_or(|p| p(&state)) {
-                    for &b in &lp.body {
-                        finished[b] = false;
-                    }
-                    if !reentered.contains(&lp.target) {
-                        reentered.push(lp.target);
-                    }
-                }
-            }
-            // The next wave: nodes whose predecessors are all finished; a node none of whose
-            // edges is taken is skipped, which lets joins downstream go on.
-            let mut next = Vec::new();
-            for n in 0..count {
-                if finished[n] || predecessors[n].is_empty() {
-                    continue;
-                }
-                if predecessors[n].iter().any(|(p, _)| !finished[*p]) {
-                    continue;
-                }
-                let mut seen: Vec<usize> = Vec::new();
-                let taken = predecessors[n].iter().any(|(p, condition)| {
-                    let nth = seen.iter().filter(|&&s| s == *p).count();
-                    seen.push(*p);
-                    condition.is_none()
-                        || edge_predicate(*p, n, nth).is_none_or(|pred| pred(&state))
-                });
-                if taken {
-                    next.push(n);
-                } else {
-                    finished[n] = true;
-                }
-            }
+            let reentered = self.reenter(&loops, &ready, &state, &mut finished);
+            let mut next = self.next_wave(&predecessors, &state, &mut finished);
             for target in reentered {
                 if !next.contains(&target) {
                     next.push(target);

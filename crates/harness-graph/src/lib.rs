@@ -30,7 +30,9 @@ pub mod reducers;
 mod topology;
 
 pub use error::{GraphError, NodeError};
-pub use graph::{Executor, Graph, GraphState, Place};
+pub use graph::{
+    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, NodeId, NodeRef, Place,
+};
 pub use harness_macros::GraphState;
 pub use topology::{Condition, EdgeInfo, LoopInfo, NodeInfo, Topology};
 

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use harness_graph::GraphEvent::{NodeFinished, NodeStarted, WaveStarted};
 use harness_graph::{Graph, GraphError, GraphState, Place};
 
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
@@ -56,7 +57,7 @@ async fn two_slow_branches_run_concurrently_and_join() {
     let graph = g.build().unwrap();
     let started = Instant::now();
     let input = Report::default();
-    let out = graph.run(input.clone(), 50).await.unwrap();
+    let out = graph.run(input.clone()).await.unwrap();
     let took = started.elapsed();
     assert!(
         took < Duration::from_millis(550),
@@ -94,7 +95,7 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
     let err = g
         .build()
         .unwrap()
-        .run(Report::default(), 5)
+        .run_with_steps(Report::default(), 5)
         .await
         .unwrap_err();
     assert_eq!(
@@ -111,7 +112,12 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
         })
         .unwrap();
     }
-    let out = g.build().unwrap().run(Report::default(), 5).await.unwrap();
+    let out = g
+        .build()
+        .unwrap()
+        .run_with_steps(Report::default(), 5)
+        .await
+        .unwrap();
     assert_eq!(out.summary, "same");
 }
 
@@ -125,7 +131,7 @@ async fn a_failing_node_is_an_execution_error_naming_it() {
     let err = g
         .build()
         .unwrap()
-        .run(Report::default(), 5)
+        .run_with_steps(Report::default(), 5)
         .await
         .unwrap_err();
     assert!(matches!(&err, GraphError::Execution { node, .. } if node == "flaky"));
@@ -168,7 +174,7 @@ async fn a_loop_reruns_its_body_and_a_skipped_conditional_node_is_reconsidered()
     )
     .unwrap();
     let graph = g.build().unwrap();
-    let out = graph.run(Counter::default(), 50).await.unwrap();
+    let out = graph.run(Counter::default()).await.unwrap();
     assert_eq!(
         out.seen,
         [
@@ -195,8 +201,18 @@ async fn n_waves_fit_in_max_steps_n_and_one_less_reports_the_state_reached() {
         g.connect("two", "three").unwrap();
         g.build().unwrap()
     };
-    assert_eq!(chain().run(Counter::default(), 3).await.unwrap().round, 3);
-    let err = chain().run(Counter::default(), 2).await.unwrap_err();
+    assert_eq!(
+        chain()
+            .run_with_steps(Counter::default(), 3)
+            .await
+            .unwrap()
+            .round,
+        3
+    );
+    let err = chain()
+        .run_with_steps(Counter::default(), 2)
+        .await
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "Graph exceeded its limit of 2 steps; raise max_steps or check the loop conditions"
@@ -253,12 +269,7 @@ async fn agents_as_nodes_run_in_parallel_branches() {
         .unwrap();
     g.add_async("tokio", Place::START, agent_node("tokio"))
         .unwrap();
-    let out = g
-        .build()
-        .unwrap()
-        .run(Research::default(), 5)
-        .await
-        .unwrap();
+    let out = g.build().unwrap().run_default().await.unwrap();
     assert_eq!(
         out.answers.get("rust").map(String::as_str),
         Some("all about rust")
@@ -285,4 +296,56 @@ fn the_built_in_reducers() {
     let merged = merge_maps(&BTreeMap::new(), vec![a, b]);
     assert_eq!(merged.get("k"), Some(&2));
     assert_eq!(merged.len(), 2);
+}
+
+#[tokio::test]
+async fn handles_connect_and_progress_is_reported() {
+    let mut g = Graph::<Counter>::new();
+    let first = g
+        .add("first", Place::START, |mut s: Counter| {
+            s.round += 1;
+            s
+        })
+        .unwrap();
+    let second = g
+        .try_add("second", Place::END, |mut s: Counter| {
+            s.round += 1;
+            Ok::<_, std::io::Error>(s)
+        })
+        .unwrap();
+    g.connect(first, second).unwrap();
+    let graph = g.build().unwrap();
+    let mut seen = Vec::new();
+    let out = graph
+        .run_events(Counter::default(), |e| seen.push(e))
+        .await
+        .unwrap();
+    assert_eq!(out.round, 2);
+    assert_eq!(
+        seen,
+        vec![
+            WaveStarted {
+                wave: 1,
+                nodes: vec!["first".into()]
+            },
+            NodeStarted {
+                node: "first".into()
+            },
+            NodeFinished {
+                node: "first".into(),
+                failed: false
+            },
+            WaveStarted {
+                wave: 2,
+                nodes: vec!["second".into()]
+            },
+            NodeStarted {
+                node: "second".into()
+            },
+            NodeFinished {
+                node: "second".into(),
+                failed: false
+            },
+        ]
+    );
 }
