@@ -15,6 +15,11 @@ pub enum Error {
     #[cfg(feature = "tools")]
     #[error(transparent)]
     Tools(#[from] harness_tools::Error),
+
+    /// An error of harness-graph: building or running a graph.
+    #[cfg(feature = "graph")]
+    #[error(transparent)]
+    Graph(#[from] harness_graph::GraphError),
 }
 
 impl Error {
@@ -24,6 +29,8 @@ impl Error {
             Self::Core(e) => Some(e),
             #[cfg(feature = "tools")]
             Self::Tools(_) => None,
+            #[cfg(feature = "graph")]
+            Self::Graph(_) => None,
         }
     }
 

@@ -11,8 +11,10 @@
 //! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, Tavily search | `tools` (default) |
 //! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
 //!
-//! The graph and research crates join the facade as they are built, each behind a feature
-//! of its own, so a program compiles only what it uses.
+//! | [`harness_graph`] | [`Graph`], [`Executor`], `#[derive(GraphState)]`, reducers, `diagram()` | `graph` (default) |
+//!
+//! The research crate joins the facade when it is built, behind a feature of its own, so a
+//! program compiles only what it uses.
 //!
 //! ```
 //! use deepharness::{tool, Toolbox};
@@ -49,6 +51,8 @@ pub use harness_core::{
 
 #[cfg(feature = "macros")]
 pub use harness_core::tool;
+#[cfg(feature = "graph")]
+pub use harness_graph::{Executor, Graph, GraphState};
 #[cfg(feature = "providers")]
 pub use harness_providers::{
     Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
@@ -65,6 +69,17 @@ pub mod agent {
         TokenBudgetExceeded, estimate_tokens, truncate,
     };
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
+}
+
+/// Graphs: typed state run through named nodes in concurrent waves, loops, reducers,
+/// `diagram()`.
+#[cfg(feature = "graph")]
+pub mod graph {
+    pub use harness_graph::reducers::{self, concat, merge_maps};
+    pub use harness_graph::{
+        Condition, DEFAULT_MAX_STEPS, Executor, Graph, GraphError, GraphEvent, GraphState, NodeId,
+        NodeRef, Place, Topology,
+    };
 }
 
 /// Tools and the per-call policy over them: the confined workspace, the file and shell tools,
@@ -109,6 +124,8 @@ pub mod errors {
     pub use harness_core::Error as CoreError;
     pub use harness_core::agent::TokenBudgetExceeded;
     pub use harness_core::{PROVIDER_BODY_EXCERPT_CHARS, ProviderError};
+    #[cfg(feature = "graph")]
+    pub use harness_graph::GraphError;
     #[cfg(feature = "tools")]
     pub use harness_tools::Error as ToolsError;
 }

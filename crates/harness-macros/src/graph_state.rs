@@ -118,6 +118,13 @@ fn crate_path() -> TokenStream {
             let ident = Ident::new(&name, Span::call_site());
             quote!(::#ident)
         }
-        _ => quote!(::harness_graph),
+        Ok(FoundCrate::Itself) => quote!(::harness_graph),
+        Err(_) => match crate_name("deepharness") {
+            Ok(FoundCrate::Name(name)) => {
+                let ident = Ident::new(&name, Span::call_site());
+                quote!(::#ident::graph)
+            }
+            _ => quote!(::deepharness::graph),
+        },
     }
 }
