@@ -77,8 +77,8 @@ pub mod agent {
 pub mod graph {
     pub use harness_graph::reducers::{self, concat, merge_maps};
     pub use harness_graph::{
-        Condition, DEFAULT_MAX_STEPS, Executor, Graph, GraphError, GraphEvent, GraphState, NodeId,
-        NodeRef, Place, Topology,
+        Condition, DEFAULT_MAX_STEPS, Executor, Graph, GraphError, GraphEvent, GraphState,
+        GraphUpdate, NodeId, NodeRef, Place, Topology,
     };
 }
 

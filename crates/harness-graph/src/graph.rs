@@ -4,6 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_core::Stream;
+use futures_util::StreamExt as _;
 use futures_util::future::join_all;
 
 use crate::error::{GraphError, NodeError};
@@ -102,6 +104,15 @@ pub enum GraphEvent {
         /// Whether it failed.
         failed: bool,
     },
+}
+
+/// An item of [`Executor::stream`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum GraphUpdate<S> {
+    /// Something happened.
+    Progress(GraphEvent),
+    /// The run is over; the final state. Always last.
+    Finished(S),
 }
 
 /// Builds a graph over state `S`: nodes, then edges, then [`Graph::build`].
@@ -301,7 +312,7 @@ impl<S: GraphState> Executor<S> {
     /// # Errors
     /// As [`Executor::run_with_steps`].
     pub async fn run(&self, state: S) -> Result<S, GraphError> {
-        self.drive(state, DEFAULT_MAX_STEPS, None).await
+        self.drive(state, DEFAULT_MAX_STEPS, &|_| {}).await
     }
 
     /// Runs from `S::default()`, at most 50 waves.
@@ -324,7 +335,7 @@ impl<S: GraphState> Executor<S> {
     /// [`GraphError::Execution`] naming a failing node, [`GraphError::ConcurrentUpdate`],
     /// [`GraphError::StepLimitExceeded`] carrying the state reached.
     pub async fn run_with_steps(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
-        self.drive(state, max_steps, None).await
+        self.drive(state, max_steps, &|_| {}).await
     }
 
     /// Runs from `state` (at most 50 waves) reporting progress as it goes; the run's result
@@ -335,7 +346,10 @@ impl<S: GraphState> Executor<S> {
         mut watch: impl FnMut(GraphEvent) + Send,
     ) -> Result<S, GraphError> {
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        let run = self.drive(state, DEFAULT_MAX_STEPS, Some(&sender));
+        let send = move |event: GraphEvent| {
+            let _ = sender.send(event);
+        };
+        let run = self.drive(state, DEFAULT_MAX_STEPS, &send);
         tokio::pin!(run);
         loop {
             tokio::select! {
@@ -349,6 +363,30 @@ impl<S: GraphState> Executor<S> {
                 }
             }
         }
+    }
+
+    /// Runs from `state` (at most 50 waves) as a stream: [`GraphUpdate::Progress`] events
+    /// as the run goes, then [`GraphUpdate::Finished`] with the final state, or an error as
+    /// the last item.
+    pub fn stream(
+        &self,
+        state: S,
+    ) -> impl Stream<Item = Result<GraphUpdate<S>, GraphError>> + Send + '_ {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let run = async move {
+            let progress = sender.clone();
+            let send = move |event: GraphEvent| {
+                let _ = progress.send(Ok(GraphUpdate::Progress(event)));
+            };
+            let outcome = self.drive(state, DEFAULT_MAX_STEPS, &send).await;
+            let _ = sender.send(outcome.map(GraphUpdate::Finished));
+        };
+        let updates = futures_util::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|update| (update, receiver))
+        });
+        // The run drives the channel; it yields nothing itself.
+        let driver = futures_util::stream::once(run).filter_map(|()| async { None });
+        futures_util::stream::select(updates, driver)
     }
 
     /// Loop edges whose source ran this wave and whose condition holds re-open their body;
@@ -430,13 +468,8 @@ impl<S: GraphState> Executor<S> {
         &self,
         state: S,
         max_steps: usize,
-        events: Option<&tokio::sync::mpsc::UnboundedSender<GraphEvent>>,
+        emit: &(dyn Fn(GraphEvent) + Send + Sync),
     ) -> Result<S, GraphError> {
-        let emit = |event: GraphEvent| {
-            if let Some(sender) = events {
-                let _ = sender.send(event);
-            }
-        };
         let nodes = self.topology.nodes();
         let count = nodes.len();
         let predecessors = self.topology.predecessors();

@@ -31,7 +31,7 @@ mod topology;
 
 pub use error::{GraphError, NodeError};
 pub use graph::{
-    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, NodeId, NodeRef, Place,
+    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, GraphUpdate, NodeId, NodeRef, Place,
 };
 pub use harness_macros::GraphState;
 pub use topology::{Condition, EdgeInfo, LoopInfo, NodeInfo, Topology};

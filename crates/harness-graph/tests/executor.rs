@@ -349,3 +349,33 @@ async fn handles_connect_and_progress_is_reported() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_run_as_a_stream_ends_with_the_final_state() {
+    use futures_util::StreamExt as _;
+    use harness_graph::GraphUpdate;
+    let mut g = Graph::<Counter>::new();
+    g.add("only", Place::START, |mut s: Counter| {
+        s.round = 7;
+        s
+    })
+    .unwrap();
+    let graph = g.build().unwrap();
+    let updates: Vec<_> = graph
+        .stream(Counter::default())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(updates.len(), 4);
+    assert_eq!(
+        updates[0],
+        GraphUpdate::Progress(WaveStarted {
+            wave: 1,
+            nodes: vec!["only".into()]
+        })
+    );
+    assert!(matches!(
+        updates.last(),
+        Some(GraphUpdate::Finished(Counter { round: 7, .. }))
+    ));
+}
