@@ -229,6 +229,25 @@ impl<S: GraphState> Graph<S> {
         )
     }
 
+    /// An edge taken when an unnamed predicate holds (the diagram marks it conditional
+    /// without a name; prefer [`Graph::connect_when`] for a readable picture).
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] naming an unknown node.
+    pub fn connect_if<'a>(
+        &mut self,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
+        when: impl Fn(&S) -> bool + Send + Sync + 'static,
+    ) -> Result<&mut Self, GraphError> {
+        self.edge(
+            source,
+            target,
+            Some((Condition::Anonymous, Arc::new(when))),
+            false,
+        )
+    }
+
     /// A back-edge: taking it re-runs `target` and everything downstream of it; with `when`,
     /// only while it holds.
     ///

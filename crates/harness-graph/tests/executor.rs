@@ -379,3 +379,28 @@ async fn the_run_as_a_stream_ends_with_the_final_state() {
         Some(GraphUpdate::Finished(Counter { round: 7, .. }))
     ));
 }
+
+#[tokio::test]
+async fn an_unnamed_condition_gates_its_edge_and_is_drawn_as_conditional() {
+    let mut g = Graph::<Counter>::new();
+    let a = g
+        .add("a", Place::START, |mut s: Counter| {
+            s.round = 2;
+            s
+        })
+        .unwrap();
+    let b = g
+        .add("b", Place::END, |mut s: Counter| {
+            s.seen.push("b".into());
+            s
+        })
+        .unwrap();
+    g.connect_if(a, b, |s: &Counter| s.round > 5).unwrap();
+    let graph = g.build().unwrap();
+    assert!(graph.diagram().ends_with("  ▽ conditional edge"));
+    let out = graph.run_default().await.unwrap();
+    assert!(
+        out.seen.is_empty(),
+        "the edge was not taken, so b was skipped"
+    );
+}
