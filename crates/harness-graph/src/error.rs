@@ -20,7 +20,7 @@ pub enum GraphError {
     ConcurrentUpdate {
         /// The field.
         field: String,
-        /// How many distinct values were written.
+        /// How many branches wrote a new value to it.
         writers: usize,
     },
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use futures_core::Stream;
 use futures_util::StreamExt as _;
-use futures_util::future::join_all;
+use futures_util::future::try_join_all;
 
 use crate::error::{GraphError, NodeError};
-use crate::topology::{Condition, LoopInfo, Topology};
+use crate::topology::{Condition, Topology};
 
 /// A graph's state: a struct whose concurrent writes are merged field by field. Derive it
 /// with `#[derive(GraphState)]`.
@@ -248,8 +248,9 @@ impl<S: GraphState> Graph<S> {
         )
     }
 
-    /// A back-edge: taking it re-runs `target` and everything downstream of it; with `when`,
-    /// only while it holds.
+    /// A back-edge taken every time `source` runs: it re-runs `target` and everything
+    /// downstream of it. Only a graph whose nodes stop it some other way (or the step limit)
+    /// ends; most loops want [`Graph::connect_loop_when`].
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node.
@@ -257,10 +258,29 @@ impl<S: GraphState> Graph<S> {
         &mut self,
         source: impl Into<NodeRef<'a>>,
         target: impl Into<NodeRef<'a>>,
-        when: Option<(&str, Predicate<S>)>,
     ) -> Result<&mut Self, GraphError> {
-        let condition = when.map(|(name, p)| (Condition::Named(name.to_owned()), p));
-        self.edge(source, target, condition, true)
+        self.edge(source, target, None, true)
+    }
+
+    /// A back-edge taken while `when` (a named predicate: the diagram prints the name) holds
+    /// on the merged state after `source` runs: it re-runs `target` and everything downstream
+    /// of it.
+    ///
+    /// # Errors
+    /// [`GraphError::Configuration`] naming an unknown node.
+    pub fn connect_loop_when<'a>(
+        &mut self,
+        source: impl Into<NodeRef<'a>>,
+        target: impl Into<NodeRef<'a>>,
+        name: &str,
+        when: impl Fn(&S) -> bool + Send + Sync + 'static,
+    ) -> Result<&mut Self, GraphError> {
+        self.edge(
+            source,
+            target,
+            Some((Condition::Named(name.to_owned()), Arc::new(when))),
+            true,
+        )
     }
 
     fn edge<'a>(
@@ -300,10 +320,29 @@ impl<S: GraphState> Graph<S> {
     /// back-edge is not declared as a loop.
     pub fn build(self) -> Result<Executor<S>, GraphError> {
         self.topology.validate()?;
+        let predicate = |at: usize| self.conditions.get(at).cloned().flatten();
+        let edges = self.topology.edges();
+        let mut predecessors = vec![Vec::new(); self.topology.nodes().len()];
+        for at in self.topology.edges_by_source(false) {
+            predecessors[edges[at].target].push((edges[at].source, predicate(at)));
+        }
+        let loops = self
+            .topology
+            .edges_by_source(true)
+            .into_iter()
+            .zip(self.topology.loops())
+            .map(|(at, info)| LoopEdge {
+                source: info.source,
+                target: info.target,
+                predicate: predicate(at),
+                body: info.body,
+            })
+            .collect();
         Ok(Executor {
+            predecessors,
+            loops,
             topology: self.topology,
             nodes: self.nodes,
-            conditions: self.conditions,
         })
     }
 }
@@ -312,7 +351,19 @@ impl<S: GraphState> Graph<S> {
 pub struct Executor<S: GraphState> {
     topology: Topology,
     nodes: Vec<NodeFn<S>>,
-    conditions: Vec<Option<Predicate<S>>>,
+    /// Each node's forward predecessors with their edges' predicates, in the order the
+    /// original walks them; worked out once here so a run does no graph searches.
+    predecessors: Vec<Vec<(usize, Option<Predicate<S>>)>>,
+    /// The loop edges in the original's order, each with its predicate and body.
+    loops: Vec<LoopEdge<S>>,
+}
+
+/// A loop edge ready to run: taking it re-opens `body` and schedules `target`.
+struct LoopEdge<S> {
+    source: usize,
+    target: usize,
+    predicate: Option<Predicate<S>>,
+    body: Vec<usize>,
 }
 
 impl<S: GraphState> Executor<S> {
@@ -331,7 +382,7 @@ impl<S: GraphState> Executor<S> {
     /// # Errors
     /// As [`Executor::run_with_steps`].
     pub async fn run(&self, state: S) -> Result<S, GraphError> {
-        self.drive(state, DEFAULT_MAX_STEPS, &|_| {}).await
+        self.drive(state, DEFAULT_MAX_STEPS, None).await
     }
 
     /// Runs from `S::default()`, at most 50 waves.
@@ -354,7 +405,7 @@ impl<S: GraphState> Executor<S> {
     /// [`GraphError::Execution`] naming a failing node, [`GraphError::ConcurrentUpdate`],
     /// [`GraphError::StepLimitExceeded`] carrying the state reached.
     pub async fn run_with_steps(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
-        self.drive(state, max_steps, &|_| {}).await
+        self.drive(state, max_steps, None).await
     }
 
     /// Runs from `state` (at most 50 waves) reporting progress as it goes; the run's result
@@ -368,7 +419,7 @@ impl<S: GraphState> Executor<S> {
         let send = move |event: GraphEvent| {
             let _ = sender.send(event);
         };
-        let run = self.drive(state, DEFAULT_MAX_STEPS, &send);
+        let run = self.drive(state, DEFAULT_MAX_STEPS, Some(&send));
         tokio::pin!(run);
         loop {
             tokio::select! {
@@ -397,7 +448,7 @@ impl<S: GraphState> Executor<S> {
             let send = move |event: GraphEvent| {
                 let _ = progress.send(Ok(GraphUpdate::Progress(event)));
             };
-            let outcome = self.drive(state, DEFAULT_MAX_STEPS, &send).await;
+            let outcome = self.drive(state, DEFAULT_MAX_STEPS, Some(&send)).await;
             let _ = sender.send(outcome.map(GraphUpdate::Finished));
         };
         let updates = futures_util::stream::unfold(receiver, |mut receiver| async move {
@@ -410,27 +461,13 @@ impl<S: GraphState> Executor<S> {
 
     /// Loop edges whose source ran this wave and whose condition holds re-open their body;
     /// returns their heads, in loop order.
-    fn reenter(
-        &self,
-        loops: &[LoopInfo],
-        ran: &[usize],
-        state: &S,
-        finished: &mut [bool],
-    ) -> Vec<usize> {
-        // `loops` lists sources in registration order; match each to its edge's predicate.
+    fn reenter(&self, ran: &[usize], state: &S, finished: &mut [bool]) -> Vec<usize> {
         let mut reentered = Vec::new();
-        for lp in loops {
+        for lp in &self.loops {
             if !ran.contains(&lp.source) {
                 continue;
             }
-            let predicate = self
-                .topology
-                .edges()
-                .iter()
-                .zip(&self.conditions)
-                .find(|(e, _)| e.is_loop && e.source == lp.source && e.target == lp.target)
-                .and_then(|(_, p)| p.as_ref());
-            if predicate.is_none_or(|p| p(state)) {
+            if lp.predicate.as_ref().is_none_or(|p| p(state)) {
                 for &b in &lp.body {
                     finished[b] = false;
                 }
@@ -445,35 +482,18 @@ impl<S: GraphState> Executor<S> {
     /// The next wave: nodes whose forward predecessors are all finished and one of whose
     /// edges is taken; a node none of whose edges is taken is skipped (marked finished), which
     /// lets joins downstream go on.
-    fn next_wave(
-        &self,
-        predecessors: &[Vec<(usize, Option<Condition>)>],
-        state: &S,
-        finished: &mut [bool],
-    ) -> Vec<usize> {
-        let edge_predicate = |source: usize, target: usize, nth: usize| -> Option<&Predicate<S>> {
-            self.topology
-                .edges()
-                .iter()
-                .zip(&self.conditions)
-                .filter(|(e, _)| !e.is_loop && e.source == source && e.target == target)
-                .nth(nth)
-                .and_then(|(_, p)| p.as_ref())
-        };
+    fn next_wave(&self, state: &S, finished: &mut [bool]) -> Vec<usize> {
         let mut next = Vec::new();
-        for n in 0..predecessors.len() {
-            if finished[n] || predecessors[n].is_empty() {
+        for (n, predecessors) in self.predecessors.iter().enumerate() {
+            if finished[n] || predecessors.is_empty() {
                 continue;
             }
-            if predecessors[n].iter().any(|(p, _)| !finished[*p]) {
+            if predecessors.iter().any(|(p, _)| !finished[*p]) {
                 continue;
             }
-            let mut seen: Vec<usize> = Vec::new();
-            let taken = predecessors[n].iter().any(|(p, condition)| {
-                let nth = seen.iter().filter(|&&s| s == *p).count();
-                seen.push(*p);
-                condition.is_none() || edge_predicate(*p, n, nth).is_none_or(|pred| pred(state))
-            });
+            let taken = predecessors
+                .iter()
+                .any(|(_, predicate)| predicate.as_ref().is_none_or(|p| p(state)));
             if taken {
                 next.push(n);
             } else {
@@ -487,12 +507,11 @@ impl<S: GraphState> Executor<S> {
         &self,
         state: S,
         max_steps: usize,
-        emit: &(dyn Fn(GraphEvent) + Send + Sync),
+        // None when nobody watches: the events (and their name copies) are not built.
+        watcher: Option<&(dyn Fn(GraphEvent) + Send + Sync)>,
     ) -> Result<S, GraphError> {
         let nodes = self.topology.nodes();
         let count = nodes.len();
-        let predecessors = self.topology.predecessors();
-        let loops = self.topology.loops();
         let mut state = state;
         let mut finished = vec![false; count];
         let mut ready: Vec<usize> = (0..count).filter(|&n| nodes[n].start).collect();
@@ -500,35 +519,42 @@ impl<S: GraphState> Executor<S> {
             if ready.is_empty() {
                 return Ok(state);
             }
-            emit(GraphEvent::WaveStarted {
-                wave,
-                nodes: ready.iter().map(|&n| nodes[n].name.clone()).collect(),
-            });
+            if let Some(watch) = watcher {
+                watch(GraphEvent::WaveStarted {
+                    wave,
+                    nodes: ready.iter().map(|&n| nodes[n].name.clone()).collect(),
+                });
+            }
             let snapshot = state.clone();
             let runs = ready.iter().map(|&n| {
-                let name = nodes[n].name.clone();
-                emit(GraphEvent::NodeStarted { node: name.clone() });
+                let name = &nodes[n].name;
+                if let Some(watch) = watcher {
+                    watch(GraphEvent::NodeStarted { node: name.clone() });
+                }
                 let span = tracing::info_span!("graph_node", "graph.node.name" = %name, "graph.wave" = wave);
-                tracing::Instrument::instrument((self.nodes[n])(snapshot.clone()), span)
+                let run = tracing::Instrument::instrument((self.nodes[n])(snapshot.clone()), span);
+                async move {
+                    let result = run.await;
+                    if let Some(watch) = watcher {
+                        watch(GraphEvent::NodeFinished {
+                            node: name.clone(),
+                            failed: result.is_err(),
+                        });
+                    }
+                    result.map_err(|source| GraphError::Execution {
+                        node: name.clone(),
+                        source,
+                    })
+                }
             });
-            let results = join_all(runs).await;
-            let mut branches = Vec::with_capacity(results.len());
-            for (&n, result) in ready.iter().zip(results) {
-                emit(GraphEvent::NodeFinished {
-                    node: nodes[n].name.clone(),
-                    failed: result.is_err(),
-                });
-                branches.push(result.map_err(|source| GraphError::Execution {
-                    node: nodes[n].name.clone(),
-                    source,
-                })?);
-            }
+            // The first failure ends the wave: its siblings are dropped, not awaited.
+            let branches = try_join_all(runs).await?;
             state = S::merge(&snapshot, &branches)?;
             for &n in &ready {
                 finished[n] = true;
             }
-            let reentered = self.reenter(&loops, &ready, &state, &mut finished);
-            let mut next = self.next_wave(&predecessors, &state, &mut finished);
+            let reentered = self.reenter(&ready, &state, &mut finished);
+            let mut next = self.next_wave(&state, &mut finished);
             for target in reentered {
                 if !next.contains(&target) {
                     next.push(target);

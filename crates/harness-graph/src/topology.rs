@@ -190,37 +190,39 @@ impl Topology {
     /// registration order, each source's edges in `connect` order.
     pub fn predecessors(&self) -> Vec<Vec<(usize, Option<Condition>)>> {
         let mut predecessors = vec![Vec::new(); self.nodes.len()];
-        for source in 0..self.nodes.len() {
-            for edge in self
-                .edges
-                .iter()
-                .filter(|e| e.source == source && !e.is_loop)
-            {
-                predecessors[edge.target].push((source, edge.condition.clone()));
-            }
+        for at in self.edges_by_source(false) {
+            let edge = &self.edges[at];
+            predecessors[edge.target].push((edge.source, edge.condition.clone()));
         }
         predecessors
+    }
+
+    /// Indices into `edges` of the forward (or loop) edges, sources in registration order,
+    /// then `connect` order: the order the original walks them in.
+    pub(crate) fn edges_by_source(&self, loops: bool) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.edges.len())
+            .filter(|&at| self.edges[at].is_loop == loops)
+            .collect();
+        // Stable: edges of one source keep their `connect` order.
+        order.sort_by_key(|&at| self.edges[at].source);
+        order
     }
 
     /// The loop edges (sources in registration order, then `connect` order) with their
     /// bodies.
     pub fn loops(&self) -> Vec<LoopInfo> {
-        let mut loops = Vec::new();
-        for source in 0..self.nodes.len() {
-            for edge in self
-                .edges
-                .iter()
-                .filter(|e| e.source == source && e.is_loop)
-            {
-                loops.push(LoopInfo {
-                    source,
+        self.edges_by_source(true)
+            .into_iter()
+            .map(|at| {
+                let edge = &self.edges[at];
+                LoopInfo {
+                    source: edge.source,
                     target: edge.target,
                     condition: edge.condition.clone(),
                     body: self.downstream(edge.target),
-                });
-            }
-        }
-        loops
+                }
+            })
+            .collect()
     }
 
     /// `start` and everything reachable from it over forward edges, in registration order.

@@ -9,7 +9,6 @@
 )]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_graph::GraphEvent::{NodeFinished, NodeStarted, WaveStarted};
@@ -119,6 +118,18 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
         .await
         .unwrap();
     assert_eq!(out.summary, "same");
+
+    // A reducer sees every writer, equal or not: both branches' identical appends are kept.
+    let mut g = Graph::<Report>::new();
+    for name in ["a", "b"] {
+        g.add(name, Place::START, |mut s: Report| {
+            s.log.push("done".into());
+            s
+        })
+        .unwrap();
+    }
+    let out = g.build().unwrap().run_default().await.unwrap();
+    assert_eq!(out.log, ["done", "done"]);
 }
 
 #[tokio::test]
@@ -128,11 +139,17 @@ async fn a_failing_node_is_an_execution_error_naming_it() {
         Err::<Report, _>(std::io::Error::other("disk on fire"))
     })
     .unwrap();
-    let err = g
-        .build()
-        .unwrap()
-        .run_with_steps(Report::default(), 5)
+    // A sibling that never finishes: the failure must end the wave without awaiting it.
+    g.add_async("forever", Place::START, |s: Report| async move {
+        std::future::pending::<()>().await;
+        Ok::<_, GraphError>(s)
+    })
+    .unwrap();
+    let graph = g.build().unwrap();
+    let run = graph.run_with_steps(Report::default(), 5);
+    let err = tokio::time::timeout(Duration::from_secs(30), run)
         .await
+        .expect("the failure ends the run; the pending sibling is dropped, not awaited")
         .unwrap_err();
     assert!(matches!(&err, GraphError::Execution { node, .. } if node == "flaky"));
     assert_eq!(err.to_string(), "Node 'flaky' failed: disk on fire");
@@ -167,12 +184,8 @@ async fn a_loop_reruns_its_body_and_a_skipped_conditional_node_is_reconsidered()
     g.connect_when("tick", "odd_only", "is_odd", |s: &Counter| s.round % 2 == 1)
         .unwrap();
     g.connect("tick", "after").unwrap();
-    g.connect_loop(
-        "after",
-        "tick",
-        Some(("more", Arc::new(|s: &Counter| s.round < 3))),
-    )
-    .unwrap();
+    g.connect_loop_when("after", "tick", "more", |s: &Counter| s.round < 3)
+        .unwrap();
     let graph = g.build().unwrap();
     let out = graph.run(Counter::default()).await.unwrap();
     assert_eq!(
@@ -218,6 +231,26 @@ async fn n_waves_fit_in_max_steps_n_and_one_less_reports_the_state_reached() {
         "Graph exceeded its limit of 2 steps; raise max_steps or check the loop conditions"
     );
     assert_eq!(err.partial_state::<Counter>().map(|s| s.round), Some(2));
+}
+
+#[tokio::test]
+async fn an_unconditional_self_loop_runs_until_the_step_limit() {
+    let mut g = Graph::<Counter>::new();
+    let step = g
+        .add_async("step", Place::START, |mut s: Counter| async move {
+            s.round += 1;
+            Ok::<_, GraphError>(s)
+        })
+        .unwrap();
+    g.connect_loop(step, step).unwrap();
+    let graph = g.build().unwrap();
+    assert!(graph.diagram().contains("↺ step → step"), "{}", graph.diagram());
+    let err = graph
+        .run_with_steps(Counter::default(), 5)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GraphError::StepLimitExceeded { .. }), "{err:?}");
+    assert_eq!(err.partial_state::<Counter>().map(|s| s.round), Some(5));
 }
 
 #[tokio::test]

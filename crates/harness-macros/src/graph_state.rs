@@ -44,33 +44,42 @@ fn generate(input: TokenStream) -> syn::Result<TokenStream> {
         let Some(ident) = &field.ident else { continue };
         let reducer = reducer_of(field)?;
         let label = ident.to_string();
-        let resolve = match reducer {
-            Reducer::Path(path) => quote! {
-                merged.#ident = #path(&snapshot.#ident, writers.into_iter().cloned().collect());
-            },
-            Reducer::None => quote! {
-                return ::core::result::Result::Err(#krate::GraphError::ConcurrentUpdate {
-                    field: #label.to_owned(),
-                    writers: writers.len(),
-                });
-            },
+        // Every branch whose value differs from the snapshot's is a writer, in ready order.
+        let writers = quote! {
+            let writers: ::std::vec::Vec<&_> = branches
+                .iter()
+                .map(|branch| &branch.#ident)
+                .filter(|value| **value != snapshot.#ident)
+                .collect();
         };
-        merges.push(quote! {
-            {
-                // Distinct new values only: two branches writing the same value agree.
-                let mut writers: ::std::vec::Vec<_> = ::std::vec::Vec::new();
-                for branch in branches {
-                    if branch.#ident != snapshot.#ident && !writers.contains(&&branch.#ident) {
-                        writers.push(&branch.#ident);
-                    }
-                }
+        let merge = match reducer {
+            // The reducer sees every writer: two branches appending the same item both count.
+            Reducer::Path(path) => quote! {
+                #writers
                 match writers.len() {
                     0 => {}
                     1 => merged.#ident = ::core::clone::Clone::clone(writers[0]),
-                    _ => { #resolve }
+                    _ => {
+                        merged.#ident =
+                            #path(&snapshot.#ident, writers.into_iter().cloned().collect());
+                    }
                 }
-            }
-        });
+            },
+            // Without a reducer, writers that agree on the new value are not a conflict.
+            Reducer::None => quote! {
+                #writers
+                if let ::core::option::Option::Some((first, rest)) = writers.split_first() {
+                    if rest.iter().any(|value| value != first) {
+                        return ::core::result::Result::Err(#krate::GraphError::ConcurrentUpdate {
+                            field: #label.to_owned(),
+                            writers: writers.len(),
+                        });
+                    }
+                    merged.#ident = ::core::clone::Clone::clone(*first);
+                }
+            },
+        };
+        merges.push(quote! { { #merge } });
     }
     Ok(quote! {
         impl #krate::GraphState for #name {
