@@ -221,12 +221,7 @@ impl<S: GraphState> Graph<S> {
         name: &str,
         when: impl Fn(&S) -> bool + Send + Sync + 'static,
     ) -> Result<&mut Self, GraphError> {
-        self.edge(
-            source,
-            target,
-            Some((Condition::Named(name.to_owned()), Arc::new(when))),
-            false,
-        )
+        self.edge(source, target, Some(named(name, when)), false)
     }
 
     /// An edge taken when an unnamed predicate holds (the diagram marks it conditional
@@ -275,12 +270,7 @@ impl<S: GraphState> Graph<S> {
         name: &str,
         when: impl Fn(&S) -> bool + Send + Sync + 'static,
     ) -> Result<&mut Self, GraphError> {
-        self.edge(
-            source,
-            target,
-            Some((Condition::Named(name.to_owned()), Arc::new(when))),
-            true,
-        )
+        self.edge(source, target, Some(named(name, when)), true)
     }
 
     fn edge<'a>(
@@ -345,6 +335,14 @@ impl<S: GraphState> Graph<S> {
             nodes: self.nodes,
         })
     }
+}
+
+/// A predicate with the name the diagram prints for it.
+fn named<S>(
+    name: &str,
+    when: impl Fn(&S) -> bool + Send + Sync + 'static,
+) -> (Condition, Predicate<S>) {
+    (Condition::Named(name.to_owned()), Arc::new(when))
 }
 
 /// Runs a built graph. Cloning the state in, it never mutates the caller's.

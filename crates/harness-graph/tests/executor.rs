@@ -244,12 +244,19 @@ async fn an_unconditional_self_loop_runs_until_the_step_limit() {
         .unwrap();
     g.connect_loop(step, step).unwrap();
     let graph = g.build().unwrap();
-    assert!(graph.diagram().contains("↺ step → step"), "{}", graph.diagram());
+    assert!(
+        graph.diagram().contains("↺ step → step"),
+        "{}",
+        graph.diagram()
+    );
     let err = graph
         .run_with_steps(Counter::default(), 5)
         .await
         .unwrap_err();
-    assert!(matches!(err, GraphError::StepLimitExceeded { .. }), "{err:?}");
+    assert!(
+        matches!(err, GraphError::StepLimitExceeded { .. }),
+        "{err:?}"
+    );
     assert_eq!(err.partial_state::<Counter>().map(|s| s.round), Some(5));
 }
 
