@@ -10,11 +10,10 @@
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
 //! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, Tavily search | `tools` (default) |
 //! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
-//!
 //! | [`harness_graph`] | [`Graph`], [`Executor`], `#[derive(GraphState)]`, reducers, `diagram()` | `graph` (default) |
+//! | [`harness_prebuilt`] | [`DeepResearch`](prebuilt::DeepResearch), its result and typed events | `prebuilt` (default) |
 //!
-//! The research crate joins the facade when it is built, behind a feature of its own, so a
-//! program compiles only what it uses.
+//! Each crate sits behind a feature of its own, so a program can compile only what it uses.
 //!
 //! ```
 //! use deepharness::{tool, Toolbox};
@@ -79,6 +78,17 @@ pub mod graph {
     pub use harness_graph::{
         Condition, DEFAULT_MAX_STEPS, Executor, Graph, GraphError, GraphEvent, GraphState,
         GraphUpdate, NodeId, NodeRef, Place, Topology,
+    };
+}
+
+/// Prebuilt workflows: [`DeepResearch`](prebuilt::DeepResearch) plans a question, researches
+/// each part with its own agent and writes one report. Not re-exported at the root: its
+/// `ResearchFinished` event is named apart from the agent's `Finished` on purpose.
+#[cfg(feature = "prebuilt")]
+pub mod prebuilt {
+    pub use harness_prebuilt::{
+        DeepResearch, DeepResearchBuilder, Finding, PLANNER_SYSTEM, RESEARCHER_SYSTEM,
+        ResearchEvent, ResearchResult, SYNTHESIZER_SYSTEM,
     };
 }
 
