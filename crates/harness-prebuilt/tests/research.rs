@@ -59,17 +59,22 @@ fn model(plan: Vec<&'static str>, delay: Duration, log: Arc<Mutex<Vec<String>>>)
     })
 }
 
+/// Every event of a run, which must not fail.
+async fn events_of(research: &DeepResearch, query: &str) -> Vec<ResearchEvent> {
+    research
+        .stream_events(query)
+        .map(Result::unwrap)
+        .collect()
+        .await
+}
+
 #[tokio::test]
 async fn events_come_in_order_and_usage_covers_every_agent() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let research = DeepResearch::builder(model(vec!["q1", "q2"], Duration::ZERO, log))
         .build()
         .unwrap();
-    let events: Vec<ResearchEvent> = research
-        .stream_events("big question")
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let events = events_of(&research, "big question").await;
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| match e {
@@ -128,11 +133,7 @@ async fn parallel_researchers_overlap_and_findings_arrive_in_completion_order() 
     ))
     .build()
     .unwrap();
-    let events: Vec<ResearchEvent> = research
-        .stream_events("big question")
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let events = events_of(&research, "big question").await;
     let log = log.lock().unwrap().clone();
     assert_eq!(
         log[..4],
