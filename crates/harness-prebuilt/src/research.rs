@@ -393,7 +393,13 @@ impl DeepResearch {
         let mut findings = Vec::with_capacity(sub_questions.len());
         while let Some(done) = running.next().await {
             let (index, state) = done?;
-            findings.push(self.record(index, &sub_questions[index], &state, usage, emit));
+            findings.push(Self::record(
+                index,
+                &sub_questions[index],
+                &state,
+                usage,
+                emit,
+            ));
         }
         Ok(findings)
     }
@@ -416,15 +422,13 @@ impl DeepResearch {
                 )
             };
             let state = self.researcher(index)?.run(prompt).await?;
-            findings.push(self.record(index, question, &state, usage, emit));
+            findings.push(Self::record(index, question, &state, usage, emit));
         }
         Ok(findings)
     }
 
     /// A researcher's finding, its usage counted and its `Researched` event sent.
-    #[allow(clippy::unused_self)] // a method so the research steps read alike
     fn record(
-        &self,
         index: usize,
         question: &str,
         state: &AgentState,
