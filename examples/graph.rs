@@ -1,82 +1,201 @@
-//! The quarterly report as a graph: two agents research in parallel branches, a third node
-//! joins their answers. Prints the graph's diagram, then the report.
+//! The quarterly report as a graph: three agents read the quarter's figures in parallel, a
+//! writer drafts the report from their findings, a reviewer sends it back until it passes
+//! (at most three drafts), and the last node publishes it. Prints the diagram, each wave as
+//! it starts, and the report.
 //!
 //! ```text
 //! cargo run --example graph
 //! ```
+//!
+//! With no key set every agent runs on the offline `TestModel` (canned text, and a
+//! schema-generated review); `model_from_env` picks a real provider when one is configured.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deepharness::graph::{Graph, GraphState, Place};
+use deepharness::errors::CoreError;
+use deepharness::graph::{Graph, GraphEvent, GraphState, GraphUpdate, Place};
 use deepharness::prelude::*;
+use futures_util::StreamExt as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
+/// The drafts a reviewer may send back before the report goes out as it is.
+const MAX_DRAFTS: u32 = 3;
+
+/// What flows through the graph. Each node gets its own copy and returns it changed; the
+/// three parallel readers all write `findings`, so that field merges their maps.
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
-struct Quarter {
+struct QuarterlyReport {
     #[reducer(merge_maps)]
     findings: BTreeMap<String, String>,
-    report: String,
+    draft: String,
+    drafts: u32,
+    feedback: String,
+    approved: bool,
+    published: String,
 }
 
-/// A node that asks an agent about `topic` and files the answer under it.
-fn researcher(
-    model: Arc<dyn Llm>,
-    topic: &'static str,
-) -> impl Fn(
-    Quarter,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Quarter, deepharness::errors::CoreError>> + Send>,
-> + Send
-+ Sync {
-    move |mut quarter: Quarter| {
-        let model = Arc::clone(&model);
-        Box::pin(async move {
-            let agent = Agent::builder()
-                .shared_model(model)
-                .system("Answer in one sentence.")
-                .build()?;
-            let state = agent
-                .run(format!("How did {topic} do this quarter?"))
-                .await?;
-            quarter
-                .findings
-                .insert(topic.to_owned(), state.output_text().to_owned());
-            Ok(quarter)
-        })
-    }
+/// The reviewer's verdict, as structured output.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Review {
+    /// True when the draft can go out as it is.
+    approved: bool,
+    /// What to change, when it cannot.
+    feedback: String,
+}
+
+/// The quarter's raw figures, one set per reader.
+const FIGURES: [(&str, &str, &str); 3] = [
+    (
+        "read_sales",
+        "sales",
+        "Revenue 4.2M (Q2: 3.9M); 310 new customers; EMEA up 18%.",
+    ),
+    (
+        "read_churn",
+        "churn",
+        "Monthly churn 2.1% (Q2: 2.6%); 14 enterprise renewals, 1 lost.",
+    ),
+    (
+        "read_support",
+        "support",
+        "5,400 tickets (Q2: 6,100); median first reply 2h 10m.",
+    ),
+];
+
+/// Runs a one-off agent: `system`, then `prompt`; its answer.
+async fn ask(model: Arc<dyn Llm>, system: &str, prompt: String) -> Result<String, CoreError> {
+    let agent = Agent::builder()
+        .shared_model(model)
+        .system(system)
+        .build()?;
+    Ok(agent.run(prompt).await?.output_text().to_owned())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
     println!("model: {} ({})\n", choice.model.name(), choice.reason);
+    let model = choice.model;
 
-    let mut graph = Graph::<Quarter>::new();
-    let sales = graph.add_async(
-        "fetch_sales",
-        Place::START,
-        researcher(Arc::clone(&choice.model), "sales"),
+    let mut graph = Graph::<QuarterlyReport>::new();
+
+    // Three readers, all start nodes: they run in the same wave, concurrently.
+    let mut readers = Vec::new();
+    for (node, topic, figures) in FIGURES {
+        let model = Arc::clone(&model);
+        readers.push(
+            graph.add_async(node, Place::START, move |mut report: QuarterlyReport| {
+                let model = Arc::clone(&model);
+                async move {
+                    let finding = ask(
+                        model,
+                        "You are a financial analyst. Answer in one sentence.",
+                        format!("What stands out in this quarter's {topic} figures? {figures}"),
+                    )
+                    .await?;
+                    report.findings.insert(topic.to_owned(), finding);
+                    Ok::<_, CoreError>(report)
+                }
+            })?,
+        );
+    }
+
+    let writer_model = Arc::clone(&model);
+    let write = graph.add_async(
+        "write_draft",
+        Place::MIDDLE,
+        move |mut report: QuarterlyReport| {
+            let model = Arc::clone(&writer_model);
+            async move {
+                let findings: Vec<String> = report
+                    .findings
+                    .iter()
+                    .map(|(topic, finding)| format!("- {topic}: {finding}"))
+                    .collect();
+                let revision = if report.feedback.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "\n\nYour last draft:\n{}\n\nThe reviewer asked: {}",
+                        report.draft, report.feedback
+                    )
+                };
+                let prompt = format!(
+                    "Write a five-line quarterly report from these findings:\n{}{revision}",
+                    findings.join("\n")
+                );
+                report.draft = ask(model, "You write crisp board reports.", prompt).await?;
+                report.drafts += 1;
+                Ok::<_, CoreError>(report)
+            }
+        },
     )?;
-    let churn = graph.add_async(
-        "fetch_churn",
-        Place::START,
-        researcher(Arc::clone(&choice.model), "churn"),
+
+    let reviewer_model = Arc::clone(&model);
+    let review = graph.add_async(
+        "review",
+        Place::MIDDLE,
+        move |mut report: QuarterlyReport| {
+            let model = Arc::clone(&reviewer_model);
+            async move {
+                let reviewer = Agent::builder()
+                    .shared_model(model)
+                    .system("You review board reports: accurate, specific, five lines at most.")
+                    .output::<Review>()
+                    .build()?;
+                let state = reviewer
+                    .run(format!("Review this draft:\n\n{}", report.draft))
+                    .await?;
+                let verdict: Review = state.output_as()?;
+                report.approved = verdict.approved;
+                report.feedback = verdict.feedback;
+                Ok::<_, CoreError>(report)
+            }
+        },
     )?;
-    let summarize = graph.add("summarize", Place::END, |mut q: Quarter| {
-        q.report = q
-            .findings
-            .iter()
-            .map(|(topic, finding)| format!("{topic}: {finding}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        q
+
+    let publish = graph.add("publish", Place::END, |mut report: QuarterlyReport| {
+        let status = if report.approved {
+            "approved"
+        } else {
+            "not approved; out of drafts"
+        };
+        report.published = format!(
+            "QUARTERLY REPORT (draft {}, {status})\n\n{}",
+            report.drafts, report.draft
+        );
+        report
     })?;
-    graph.connect(sales, summarize)?;
-    graph.connect(churn, summarize)?;
-    let executor = graph.build()?;
 
+    for reader in readers {
+        graph.connect(reader, write)?;
+    }
+    graph.connect(write, review)?;
+    graph.connect_loop_when(review, write, "needs_revision", |r: &QuarterlyReport| {
+        !r.approved && r.drafts < MAX_DRAFTS
+    })?;
+    graph.connect_when(review, publish, "done", |r: &QuarterlyReport| {
+        r.approved || r.drafts >= MAX_DRAFTS
+    })?;
+    let executor = graph.build()?;
     println!("{}\n", executor.diagram());
-    let quarter = executor.run_default().await?;
-    println!("{}", quarter.report);
+
+    // `stream` yields each wave and node as it runs, then the final state.
+    let mut events = std::pin::pin!(executor.stream(QuarterlyReport::default()));
+    let mut report = None;
+    while let Some(event) = events.next().await {
+        match event? {
+            GraphUpdate::Progress(GraphEvent::WaveStarted { wave, nodes }) => {
+                println!("wave {wave}: {}", nodes.join(", "));
+            }
+            GraphUpdate::Progress(_) => {}
+            GraphUpdate::Finished(state) => report = Some(state),
+        }
+    }
+    if let Some(report) = report {
+        println!("\n{}", report.published);
+    }
     Ok(())
 }

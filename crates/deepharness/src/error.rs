@@ -16,6 +16,12 @@ pub enum Error {
     #[error(transparent)]
     Tools(#[from] harness_tools::Error),
 
+    /// An MCP server's failure: starting or reaching it, the protocol, or a call it reported
+    /// as failed (inside an agent run that last one reaches the model instead).
+    #[cfg(feature = "tools")]
+    #[error(transparent)]
+    Mcp(#[from] harness_tools::mcp::McpError),
+
     /// An error of harness-graph: building or running a graph.
     #[cfg(feature = "graph")]
     #[error(transparent)]
@@ -28,7 +34,7 @@ impl Error {
         match self {
             Self::Core(e) => Some(e),
             #[cfg(feature = "tools")]
-            Self::Tools(_) => None,
+            Self::Tools(_) | Self::Mcp(_) => None,
             #[cfg(feature = "graph")]
             Self::Graph(_) => None,
         }
@@ -77,5 +83,14 @@ mod tests {
         assert!(err.is_configuration());
         assert!(!err.is_provider());
         assert_eq!(err.to_string(), "bad");
+    }
+
+    #[cfg(feature = "tools")]
+    #[test]
+    fn mcp_errors_convert_with_their_message() {
+        let err: Error = harness_tools::mcp::McpError::new("server exited").into();
+        assert!(matches!(err, Error::Mcp(_)));
+        assert_eq!(err.to_string(), "server exited");
+        assert!(!err.is_configuration());
     }
 }

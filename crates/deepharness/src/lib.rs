@@ -93,9 +93,11 @@ pub mod prebuilt {
 }
 
 /// Tools and the per-call policy over them: the confined workspace, the file and shell tools,
-/// `ToolName` for rules, web search.
+/// `ToolName` for rules, MCP servers' tools, web search.
 pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
+    #[cfg(feature = "tools")]
+    pub use harness_tools::mcp::{McpServer, McpTool, Transport};
     #[cfg(feature = "tools")]
     pub use harness_tools::{
         FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, mcp, shell_tool,
@@ -138,6 +140,8 @@ pub mod errors {
     pub use harness_graph::GraphError;
     #[cfg(feature = "tools")]
     pub use harness_tools::Error as ToolsError;
+    #[cfg(feature = "tools")]
+    pub use harness_tools::mcp::McpError;
 }
 
 /// The names a first program needs, in one import: `use deepharness::prelude::*;`.

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use harness_core::agent::{
-    Agent, AgentEvent, AgentState, Budget, ContextPolicy, RunInput, StopReason,
+    Agent, AgentEvent, AgentState, Budget, ContextPolicy, Permissions, RunInput, StopReason,
 };
 use harness_core::testing::{FunctionModel, ScriptedModel};
 use harness_core::{
     Block, CompletionResponse, Ctx, Error, FinishReason, Message, Role, Thinking, TokenUsage,
-    ToolCall, tool,
+    ToolCall, Toolbox, tool,
 };
 use serde_json::json;
 
@@ -318,6 +318,38 @@ fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
     );
     let text: Vec<String> = agent_text_blocking();
     assert_eq!(text, ["done"]);
+}
+
+#[test]
+fn a_watcher_sees_each_tool_start_before_its_approval_is_asked() {
+    // A terminal prompt in the approval callback must come after the watcher has shown
+    // which call it is about.
+    let log = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let approvals = Arc::clone(&log);
+    let tools = Toolbox::builder()
+        .tool(Add)
+        .tool(Flaky)
+        .approve(move |name, _| {
+            approvals.lock().unwrap().push(format!("approve {name}"));
+            true
+        })
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(two_calls_then_answer())
+        .toolbox(tools)
+        .permissions(Permissions::new().ask("add").ask("flaky"))
+        .build()
+        .unwrap();
+    for event in agent.stream_events_blocking("go").unwrap() {
+        if let AgentEvent::ToolStarted { name, .. } = event.unwrap() {
+            log.lock().unwrap().push(format!("start {name}"));
+        }
+    }
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["start add", "approve add", "start flaky", "approve flaky"]
+    );
 }
 
 fn agent_text_blocking() -> Vec<String> {

@@ -434,6 +434,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds shared tools: what `file_tools`, `McpServer::tools` and similar factories return.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.extra_tools.extend(tools);
+        self
+    }
+
     /// Uses `toolbox` (its approval callback included); tools added with
     /// [`AgentBuilder::tool`] join it.
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {

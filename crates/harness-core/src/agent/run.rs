@@ -352,6 +352,7 @@ impl AgentInner {
                 for (_, call, _) in runs {
                     started(call);
                 }
+                events.deliver().await;
                 let raw = join_all(runs.iter().map(|(_, call, gate)| {
                     self.tools
                         .call_with(&call.name, call.arguments_value(), &ctx, *gate)
@@ -366,6 +367,7 @@ impl AgentInner {
                 let mut outcomes = Vec::with_capacity(runs.len());
                 for (_, call, gate) in runs {
                     started(call);
+                    events.deliver().await;
                     let result = self
                         .tools
                         .call_with(&call.name, call.arguments_value(), &ctx, *gate)

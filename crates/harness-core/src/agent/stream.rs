@@ -40,6 +40,15 @@ impl<'a> Events<'a> {
             let _ = sink.send(Ok(event()));
         }
     }
+
+    /// Lets the watcher take the events sent so far before the run goes on, so a tool's
+    /// `ToolStarted` is seen before the tool (or a terminal prompt asking to approve it)
+    /// runs. Costs nothing when no one watches.
+    pub(crate) async fn deliver(&self) {
+        if self.sink.is_some() {
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 /// The events of one run, ending in `Finished` or an error.
