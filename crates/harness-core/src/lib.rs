@@ -48,6 +48,7 @@
 extern crate self as harness_core;
 
 pub mod agent;
+pub mod channel;
 pub mod content;
 mod error;
 mod llm;

@@ -5,8 +5,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_core::Stream;
-use futures_util::StreamExt as _;
 use futures_util::future::try_join_all;
+
+use harness_core::channel::channel_stream;
 
 use crate::error::{GraphError, NodeError};
 use crate::topology::{Condition, Topology};
@@ -411,26 +412,17 @@ impl<S: GraphState> Executor<S> {
     pub async fn run_events(
         &self,
         state: S,
-        mut watch: impl FnMut(GraphEvent) + Send,
+        watch: impl FnMut(GraphEvent) + Send,
     ) -> Result<S, GraphError> {
-        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-        let send = move |event: GraphEvent| {
-            let _ = sender.send(event);
-        };
-        let run = self.drive(state, DEFAULT_MAX_STEPS, Some(&send));
-        tokio::pin!(run);
-        loop {
-            tokio::select! {
-                biased;
-                Some(event) = receiver.recv() => watch(event),
-                result = &mut run => {
-                    while let Ok(event) = receiver.try_recv() {
-                        watch(event);
-                    }
-                    return result;
-                }
+        // The executor reports from its own task (nodes never call it), so the lock is
+        // never contended; it only turns the caller's `FnMut` into the `Fn` the run takes.
+        let watch = std::sync::Mutex::new(watch);
+        let send = |event: GraphEvent| {
+            if let Ok(mut watch) = watch.lock() {
+                watch(event);
             }
-        }
+        };
+        self.drive(state, DEFAULT_MAX_STEPS, Some(&send)).await
     }
 
     /// Runs from `state` (at most 50 waves) as a stream: [`GraphUpdate::Progress`] events
@@ -440,21 +432,11 @@ impl<S: GraphState> Executor<S> {
         &self,
         state: S,
     ) -> impl Stream<Item = Result<GraphUpdate<S>, GraphError>> + Send + '_ {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let run = async move {
-            let progress = sender.clone();
-            let send = move |event: GraphEvent| {
-                let _ = progress.send(Ok(GraphUpdate::Progress(event)));
-            };
+        channel_stream(move |sink| async move {
+            let send = |event: GraphEvent| sink.emit(Ok(GraphUpdate::Progress(event)));
             let outcome = self.drive(state, DEFAULT_MAX_STEPS, Some(&send)).await;
-            let _ = sender.send(outcome.map(GraphUpdate::Finished));
-        };
-        let updates = futures_util::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|update| (update, receiver))
-        });
-        // The run drives the channel; it yields nothing itself.
-        let driver = futures_util::stream::once(run).filter_map(|()| async { None });
-        futures_util::stream::select(updates, driver)
+            sink.emit(outcome.map(GraphUpdate::Finished));
+        })
     }
 
     /// Loop edges whose source ran this wave and whose condition holds re-open their body;

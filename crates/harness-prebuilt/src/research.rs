@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
+use harness_core::channel::channel_stream;
 use harness_core::{
     Agent, AgentEvent, AgentState, BoxStream, Budget, Error, Llm, Result, TokenUsage, Tool, Toolbox,
 };
@@ -280,21 +281,12 @@ impl DeepResearch {
     ) -> BoxStream<'static, Result<ResearchEvent>> {
         let research = self.clone();
         let query = query.into();
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let run = async move {
-            let emit = |event: ResearchEvent| {
-                let _ = sender.send(Ok(event));
-            };
+        Box::pin(channel_stream(|sink| async move {
+            let emit = |event: ResearchEvent| sink.emit(Ok(event));
             if let Err(error) = research.drive(query, &emit).await {
-                let _ = sender.send(Err(error));
+                sink.emit(Err(error));
             }
-        };
-        let events = futures_util::stream::unfold(receiver, |mut receiver| async move {
-            receiver.recv().await.map(|event| (event, receiver))
-        });
-        // The run feeds the channel; it yields nothing itself.
-        let driver = futures_util::stream::once(run).filter_map(|()| async { None });
-        Box::pin(futures_util::stream::select(events, driver)) as BoxStream<'static, _>
+        }))
     }
 
     async fn drive(&self, query: String, emit: &(dyn Fn(ResearchEvent) + Sync)) -> Result<()> {

@@ -1,22 +1,19 @@
-//! Streaming a run: the loop reports events into a channel, and the stream polls the loop
-//! and the channel together, so events arrive as they happen with no task spawned.
+//! Streaming a run: the loop reports events through an [`Emitter`], and the stream polls the
+//! loop and the channel together (see [`crate::channel`]), so events arrive as they happen
+//! with no task spawned.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use futures_core::Stream;
 use futures_util::StreamExt as _;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::{AgentEvent, AgentInner, RunInput, ToolMode};
+use crate::channel::{Emitter, channel_stream};
 use crate::error::Result;
 use crate::llm::BoxStream;
 
 /// Where the loop reports events: nowhere for `run`, a channel for the streams.
 pub(crate) struct Events<'a> {
-    sink: Option<&'a UnboundedSender<Result<AgentEvent>>>,
+    sink: Option<&'a Emitter<Result<AgentEvent>>>,
 }
 
 impl<'a> Events<'a> {
@@ -24,7 +21,7 @@ impl<'a> Events<'a> {
         Self { sink: None }
     }
 
-    fn to(sink: &'a UnboundedSender<Result<AgentEvent>>) -> Self {
+    fn to(sink: &'a Emitter<Result<AgentEvent>>) -> Self {
         Self { sink: Some(sink) }
     }
 
@@ -36,8 +33,7 @@ impl<'a> Events<'a> {
     /// Reports an event, built only when someone is watching.
     pub(crate) fn emit(&self, event: impl FnOnce() -> AgentEvent) {
         if let Some(sink) = self.sink {
-            // A receiver that went away stopped listening; the run itself goes on.
-            let _ = sink.send(Ok(event()));
+            sink.emit(Ok(event()));
         }
     }
 
@@ -45,8 +41,8 @@ impl<'a> Events<'a> {
     /// `ToolStarted` is seen before the tool (or a terminal prompt asking to approve it)
     /// runs. Costs nothing when no one watches.
     pub(crate) async fn deliver(&self) {
-        if self.sink.is_some() {
-            tokio::task::yield_now().await;
+        if let Some(sink) = self.sink {
+            sink.deliver().await;
         }
     }
 }
@@ -57,16 +53,10 @@ pub(crate) fn events(
     input: RunInput,
     mode: ToolMode,
 ) -> BoxStream<'static, Result<AgentEvent>> {
-    let (sender, receiver) = unbounded_channel();
-    let run = async move {
-        let outcome = agent.drive(input, mode, &Events::to(&sender)).await;
-        let last = outcome.map(|state| AgentEvent::Finished(Box::new(state)));
-        let _ = sender.send(last);
-    };
-    Box::pin(EventStream {
-        run: Some(Box::pin(run)),
-        receiver,
-    })
+    Box::pin(channel_stream(|sink| async move {
+        let outcome = agent.drive(input, mode, &Events::to(&sink)).await;
+        sink.emit(outcome.map(|state| AgentEvent::Finished(Box::new(state))));
+    }))
 }
 
 /// The text deltas of an event stream.
@@ -80,33 +70,6 @@ pub(crate) fn text(
             Err(e) => Some(Err(e)),
         }
     }))
-}
-
-struct EventStream {
-    run: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    receiver: UnboundedReceiver<Result<AgentEvent>>,
-}
-
-impl Stream for EventStream {
-    type Item = Result<AgentEvent>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
-        if let Poll::Ready(Some(event)) = this.receiver.poll_recv(cx) {
-            return Poll::Ready(Some(event));
-        }
-        if let Some(run) = &mut this.run
-            && run.as_mut().poll(cx).is_ready()
-        {
-            // The run's sender is dropped with it, so the channel ends after its last event.
-            this.run = None;
-        }
-        match this.receiver.poll_recv(cx) {
-            Poll::Ready(event) => Poll::Ready(event),
-            Poll::Pending if this.run.is_none() => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    }
 }
 
 /// A run's stream as an iterator for synchronous code: each `next()` drives the run on a
