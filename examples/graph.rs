@@ -73,6 +73,81 @@ async fn ask(model: Arc<dyn Llm>, system: &str, prompt: String) -> Result<String
     Ok(agent.run(prompt).await?.output_text().to_owned())
 }
 
+// The nodes: each takes its own copy of the state and returns it changed.
+
+async fn read_figures(
+    model: Arc<dyn Llm>,
+    topic: &'static str,
+    figures: &'static str,
+    mut report: QuarterlyReport,
+) -> Result<QuarterlyReport, CoreError> {
+    let finding = ask(
+        model,
+        "You are a financial analyst. Answer in one sentence.",
+        format!("What stands out in this quarter's {topic} figures? {figures}"),
+    )
+    .await?;
+    report.findings.insert(topic.to_owned(), finding);
+    Ok(report)
+}
+
+async fn write_draft(
+    model: Arc<dyn Llm>,
+    mut report: QuarterlyReport,
+) -> Result<QuarterlyReport, CoreError> {
+    let findings: Vec<String> = report
+        .findings
+        .iter()
+        .map(|(topic, finding)| format!("- {topic}: {finding}"))
+        .collect();
+    let revision = if report.feedback.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n\nYour last draft:\n{}\n\nThe reviewer asked: {}",
+            report.draft, report.feedback
+        )
+    };
+    let prompt = format!(
+        "Write a five-line quarterly report from these findings:\n{}{revision}",
+        findings.join("\n")
+    );
+    report.draft = ask(model, "You write crisp board reports.", prompt).await?;
+    report.drafts += 1;
+    Ok(report)
+}
+
+async fn review(
+    model: Arc<dyn Llm>,
+    mut report: QuarterlyReport,
+) -> Result<QuarterlyReport, CoreError> {
+    let reviewer = Agent::builder()
+        .shared_model(model)
+        .system("You review board reports: accurate, specific, five lines at most.")
+        .output::<Review>()
+        .build()?;
+    let state = reviewer
+        .run(format!("Review this draft:\n\n{}", report.draft))
+        .await?;
+    let verdict: Review = state.output_as()?;
+    report.approved = verdict.approved;
+    report.feedback = verdict.feedback;
+    Ok(report)
+}
+
+fn publish(mut report: QuarterlyReport) -> QuarterlyReport {
+    let status = if report.approved {
+        "approved"
+    } else {
+        "not approved; out of drafts"
+    };
+    report.published = format!(
+        "QUARTERLY REPORT (draft {}, {status})\n\n{}",
+        report.drafts, report.draft
+    );
+    report
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
@@ -80,122 +155,47 @@ async fn main() -> Result<(), Error> {
     let model = choice.model;
 
     let mut graph = Graph::<QuarterlyReport>::new();
-
     // Three readers, all start nodes: they run in the same wave, concurrently.
     let mut readers = Vec::new();
     for (node, topic, figures) in FIGURES {
         let model = Arc::clone(&model);
-        readers.push(
-            graph.add_async(node, Place::START, move |mut report: QuarterlyReport| {
-                let model = Arc::clone(&model);
-                async move {
-                    let finding = ask(
-                        model,
-                        "You are a financial analyst. Answer in one sentence.",
-                        format!("What stands out in this quarter's {topic} figures? {figures}"),
-                    )
-                    .await?;
-                    report.findings.insert(topic.to_owned(), finding);
-                    Ok::<_, CoreError>(report)
-                }
-            })?,
-        );
+        readers.push(graph.add_async(node, Place::START, move |report| {
+            read_figures(Arc::clone(&model), topic, figures, report)
+        })?);
     }
-
-    let writer_model = Arc::clone(&model);
-    let write = graph.add_async(
-        "write_draft",
-        Place::MIDDLE,
-        move |mut report: QuarterlyReport| {
-            let model = Arc::clone(&writer_model);
-            async move {
-                let findings: Vec<String> = report
-                    .findings
-                    .iter()
-                    .map(|(topic, finding)| format!("- {topic}: {finding}"))
-                    .collect();
-                let revision = if report.feedback.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "\n\nYour last draft:\n{}\n\nThe reviewer asked: {}",
-                        report.draft, report.feedback
-                    )
-                };
-                let prompt = format!(
-                    "Write a five-line quarterly report from these findings:\n{}{revision}",
-                    findings.join("\n")
-                );
-                report.draft = ask(model, "You write crisp board reports.", prompt).await?;
-                report.drafts += 1;
-                Ok::<_, CoreError>(report)
-            }
-        },
-    )?;
-
-    let reviewer_model = Arc::clone(&model);
-    let review = graph.add_async(
-        "review",
-        Place::MIDDLE,
-        move |mut report: QuarterlyReport| {
-            let model = Arc::clone(&reviewer_model);
-            async move {
-                let reviewer = Agent::builder()
-                    .shared_model(model)
-                    .system("You review board reports: accurate, specific, five lines at most.")
-                    .output::<Review>()
-                    .build()?;
-                let state = reviewer
-                    .run(format!("Review this draft:\n\n{}", report.draft))
-                    .await?;
-                let verdict: Review = state.output_as()?;
-                report.approved = verdict.approved;
-                report.feedback = verdict.feedback;
-                Ok::<_, CoreError>(report)
-            }
-        },
-    )?;
-
-    let publish = graph.add("publish", Place::END, |mut report: QuarterlyReport| {
-        let status = if report.approved {
-            "approved"
-        } else {
-            "not approved; out of drafts"
-        };
-        report.published = format!(
-            "QUARTERLY REPORT (draft {}, {status})\n\n{}",
-            report.drafts, report.draft
-        );
-        report
+    let writer = Arc::clone(&model);
+    let write = graph.add_async("write_draft", Place::MIDDLE, move |report| {
+        write_draft(Arc::clone(&writer), report)
     })?;
+    let reviewer = Arc::clone(&model);
+    let check = graph.add_async("review", Place::MIDDLE, move |report| {
+        review(Arc::clone(&reviewer), report)
+    })?;
+    let done = graph.add("publish", Place::END, publish)?;
 
     for reader in readers {
         graph.connect(reader, write)?;
     }
-    graph.connect(write, review)?;
-    graph.connect_loop_when(review, write, "needs_revision", |r: &QuarterlyReport| {
+    graph.connect(write, check)?;
+    graph.connect_loop_when(check, write, "needs_revision", |r: &QuarterlyReport| {
         !r.approved && r.drafts < MAX_DRAFTS
     })?;
-    graph.connect_when(review, publish, "done", |r: &QuarterlyReport| {
+    graph.connect_when(check, done, "done", |r: &QuarterlyReport| {
         r.approved || r.drafts >= MAX_DRAFTS
     })?;
     let executor = graph.build()?;
     println!("{}\n", executor.diagram());
 
     // `stream` yields each wave and node as it runs, then the final state.
-    let mut events = std::pin::pin!(executor.stream(QuarterlyReport::default()));
-    let mut report = None;
-    while let Some(event) = events.next().await {
-        match event? {
+    let mut updates = std::pin::pin!(executor.stream(QuarterlyReport::default()));
+    while let Some(update) = updates.next().await {
+        match update? {
             GraphUpdate::Progress(GraphEvent::WaveStarted { wave, nodes }) => {
                 println!("wave {wave}: {}", nodes.join(", "));
             }
             GraphUpdate::Progress(_) => {}
-            GraphUpdate::Finished(state) => report = Some(state),
+            GraphUpdate::Finished(report) => println!("\n{}", report.published),
         }
-    }
-    if let Some(report) = report {
-        println!("\n{}", report.published);
     }
     Ok(())
 }
