@@ -71,6 +71,24 @@ impl Error {
     pub fn is_provider(&self) -> bool {
         self.as_core().is_some_and(harness_core::Error::is_provider)
     }
+
+    /// True for a tool asking a human a question outside an agent run.
+    pub fn is_human_input_required(&self) -> bool {
+        self.as_core()
+            .is_some_and(harness_core::Error::is_human_input_required)
+    }
+
+    /// True for a run that crossed its token budget; [`Error::state`] holds the run so far.
+    pub fn is_token_budget_exceeded(&self) -> bool {
+        self.as_core()
+            .is_some_and(harness_core::Error::is_token_budget_exceeded)
+    }
+
+    /// The run so far, for an error that carries one (a crossed token budget), so nothing
+    /// of the transcript is lost.
+    pub fn state(&self) -> Option<&harness_core::AgentState> {
+        self.as_core().and_then(harness_core::Error::state)
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@
 extern crate self as deepharness;
 
 mod error;
+pub mod guide;
 
 pub use error::Error;
 pub use harness_core::{
@@ -63,9 +64,10 @@ pub use harness_providers::{
 pub mod agent {
     pub use harness_core::agent::{
         ASK_FOR_FINAL_ANSWER, Agent, AgentBuilder, AgentEvent, AgentState, AgentTool, BlockingIter,
-        Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER, FINAL_TOOL, Hooks, Middleware,
-        NOT_RUN_PAUSED, NoMiddleware, PendingHumanInput, Prune, RunInput, StopReason,
-        TokenBudgetExceeded, estimate_tokens, truncate,
+        Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER, FINAL_ANSWER_ACCEPTED, FINAL_TOOL,
+        Hooks, Middleware, NOT_RUN_FINAL, NOT_RUN_PAUSED, NoMiddleware, PendingHumanInput, Prune,
+        REFUSED_BY_MIDDLEWARE, RunInput, StopReason, TokenBudgetExceeded, estimate_tokens,
+        truncate,
     };
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 }
@@ -111,10 +113,14 @@ pub mod tools {
 /// The model interface and its wire types: [`Llm`], responses, usage, content blocks; with
 /// the `providers` feature, the wrappers, the HTTP client and the stream decoders too.
 pub mod providers {
+    /// The attribute for implementing [`Llm`] (and `Tool`, `Transport`) yourself: their
+    /// methods are `async fn` in object-safe traits.
+    pub use harness_core::async_trait;
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
     pub use harness_core::{
         Block, BoxStream, CompletionResponse, Content, Document, FinishReason, Image, ImageSource,
-        Llm, LlmEvent, ReasoningLevel, Role, Text, Thinking, TokenUsage, ToolCall, replay,
+        Llm, LlmEvent, ReasoningLevel, Role, Text, Thinking, TokenUsage, ToolCall, ToolSpec,
+        replay,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{

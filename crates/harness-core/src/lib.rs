@@ -43,6 +43,7 @@
 //! }));
 //! # Ok::<(), harness_core::Error>(())
 //! ```
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-agents.md"))]
 
 // Lets the code `#[tool]` writes name `::harness_core` inside this crate's own tests too.
 extern crate self as harness_core;

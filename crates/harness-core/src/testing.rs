@@ -5,6 +5,7 @@
 //!   set). It needs no setup, so it is the quickest way to exercise an agent end to end.
 //! - [`FunctionModel`] lets a closure decide each turn from the transcript and the tools.
 //! - [`ScriptedModel`] replays a queue of responses and records every request it got.
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-testing.md"))]
 
 use std::collections::VecDeque;
 use std::future::Future;

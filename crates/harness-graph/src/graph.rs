@@ -210,8 +210,9 @@ impl<S: GraphState> Graph<S> {
         self.edge(source, target, None, false)
     }
 
-    /// An edge taken when `when` (a named predicate: the diagram prints the name) holds on
-    /// the merged state after the wave.
+    /// An edge taken when `when` holds on the merged state after the wave. `name` is kept in
+    /// the [`Topology`]; the diagram draws a forward conditional edge with `▽` and a legend
+    /// (only a loop edge's note prints the name, as the original's diagram does).
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node.

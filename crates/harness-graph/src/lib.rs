@@ -19,6 +19,7 @@
 //! assert_eq!(graph.diagram().lines().next(), Some("╭═════════════╮   ╭═════════════╮"));
 //! # Ok::<(), harness_graph::GraphError>(())
 //! ```
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-graphs.md"))]
 
 // Lets `#[derive(GraphState)]` name `::harness_graph` inside this crate's own tests.
 extern crate self as harness_graph;

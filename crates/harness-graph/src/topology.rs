@@ -7,7 +7,7 @@ use crate::error::GraphError;
 /// How an edge is conditioned, as far as its shape is concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Condition {
-    /// A condition with a name (a named predicate): the diagram prints it.
+    /// A condition with a name (a named predicate): a loop edge's diagram note prints it.
     Named(String),
     /// A condition without a name (a closure).
     Anonymous,

@@ -4,6 +4,7 @@
 //! with examples. The generated code names the runtime crate it needs with
 //! `proc-macro-crate`, so it works whichever of the two a program depends on; pass
 //! `#[tool(crate = path)]` to point it elsewhere (a renamed re-export, say).
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-tools.md"))]
 
 mod docs;
 mod graph_state;

@@ -15,6 +15,7 @@
 //! # Ok::<(), harness_core::Error>(())
 //! # }).unwrap();
 //! ```
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-research.md"))]
 
 mod prompts;
 mod research;

@@ -15,6 +15,7 @@
 //! Every failure is a [`harness_core::Error`]: [`Error::Provider`](harness_core::Error) for
 //! what the vendor or the network did (status, vendor error type and message, a body
 //! excerpt), [`Error::Configuration`](harness_core::Error) for a bad setting.
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
 mod env;

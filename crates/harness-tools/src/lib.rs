@@ -29,6 +29,8 @@
 //!     .build()?;
 //! # Ok(()) }
 //! ```
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-tools.md"))]
+#![cfg_attr(not(doctest), doc = include_str!("../GUIDE-coding-agent.md"))]
 
 mod error;
 mod files;

@@ -1,0 +1,42 @@
+//! The user guide: how the pieces fit together, with examples that are compiled and run as
+//! tests.
+#![doc = include_str!("../guide/README.md")]
+
+/// Agents: the loop, running and streaming, state, budgets, context, structured output,
+/// human approval and sessions, middleware, sub-agents.
+pub mod agents {
+    #![doc = include_str!("../guide/agents.md")]
+}
+
+/// Tools: `#[tool]`, `Ctx` and dependencies, `Toolbox`, permissions, the file and shell
+/// tools, MCP servers, web search.
+pub mod tools {
+    #![doc = include_str!("../guide/tools.md")]
+}
+
+/// Providers: the `Llm` trait, the fifteen providers, choosing one from the environment,
+/// reasoning, HTTP settings, wrappers, images and documents.
+pub mod providers {
+    #![doc = include_str!("../guide/providers.md")]
+}
+
+/// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
+pub mod graphs {
+    #![doc = include_str!("../guide/graphs.md")]
+}
+
+/// Deep research: the prebuilt plan, research and report workflow.
+pub mod research {
+    #![doc = include_str!("../guide/research.md")]
+}
+
+/// Building a coding agent step by step: workspace, file and shell tools, permissions,
+/// approval on a terminal, budgets, sessions.
+pub mod coding_agent {
+    #![doc = include_str!("../guide/coding-agent.md")]
+}
+
+/// Testing agents, tools and graphs offline with the test models.
+pub mod testing {
+    #![doc = include_str!("../guide/testing.md")]
+}
