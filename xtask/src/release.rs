@@ -1,9 +1,17 @@
 //! `cargo xtask release <version> [--dry-run]`: bump every crate to `version` together, check
-//! the changelog, and package and build every crate as crates.io would (`cargo publish
-//! --workspace --dry-run`, which goes in dependency order). It never uploads: commit the
-//! bump, then `cargo publish --workspace`. With `--dry-run` the manifests are put back after.
+//! the changelog, package every crate as crates.io would (`cargo publish --workspace
+//! --dry-run`, which goes in dependency order), and build the packages from their tarballs.
+//! It never uploads: commit the bump, then `cargo publish --workspace`. With `--dry-run` the
+//! manifests are put back after.
+//!
+//! Why the build is our own: cargo's verification takes a dependency from crates.io when that
+//! version is already there, and `harness-core`, `harness-tools` and `harness-macros` exist
+//! on crates.io under other owners, so it would build our crates against strangers' code.
+//! Here each tarball is unpacked into one workspace with `[patch.crates-io]` pointing every
+//! one of our crates at its own tarball: what users get once all of them are published.
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use crate::run;
 
@@ -34,9 +42,16 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
     println!("release: every crate and inter-crate dependency now at {version}");
     let outcome = run(
         "cargo",
-        &["publish", "--workspace", "--dry-run", "--allow-dirty"],
+        &[
+            "publish",
+            "--workspace",
+            "--dry-run",
+            "--allow-dirty",
+            "--no-verify",
+        ],
         &[],
-    );
+    )
+    .and_then(|()| build_packages(version));
     if dry_run {
         fs::write(MANIFEST, &manifest).map_err(|e| format!("cannot restore {MANIFEST}: {e}"))?;
         if let Some(lockfile) = lockfile {
@@ -51,6 +66,128 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Builds every packaged crate from its tarball in `target/package/verify`, our crates
+/// patched in for one another.
+fn build_packages(version: &str) -> Result<(), String> {
+    let (names, depended_on) = publishable_crates()?;
+    // `cargo package` leaves each tarball at target/package/<name>-<version>.crate.
+    let mut package = vec!["package", "--no-verify", "--allow-dirty"];
+    for name in &names {
+        package.extend(["-p", name.as_str()]);
+    }
+    run("cargo", &package, &[])?;
+    let package_dir = Path::new("target/package");
+    let verify = package_dir.join("verify");
+    let _ = fs::remove_dir_all(&verify);
+    fs::create_dir_all(&verify).map_err(|e| format!("{}: {e}", verify.display()))?;
+    let mut members = Vec::new();
+    for name in &names {
+        let tarball = package_dir.join(format!("{name}-{version}.crate"));
+        run(
+            "tar",
+            &[
+                "-xzf",
+                &tarball.to_string_lossy(),
+                "-C",
+                &verify.to_string_lossy(),
+            ],
+            &[],
+        )?;
+        members.push(format!("{name}-{version}"));
+    }
+    fs::write(
+        verify.join("Cargo.toml"),
+        verify_manifest(&names, &depended_on, version),
+    )
+    .map_err(|e| format!("cannot write the verification manifest: {e}"))?;
+    // The workspace's lock file, so the build uses the versions CI tested.
+    fs::copy(LOCKFILE, verify.join(LOCKFILE)).map_err(|e| format!("{LOCKFILE}: {e}"))?;
+    let target = absolute(Path::new("target"))?;
+    let manifest = verify.join("Cargo.toml");
+    run(
+        "cargo",
+        &[
+            "build",
+            "--manifest-path",
+            &manifest.to_string_lossy(),
+            "--workspace",
+            "--all-features",
+        ],
+        &[("CARGO_TARGET_DIR", &target.to_string_lossy())],
+    )?;
+    println!(
+        "release: {} packages built from their tarballs: {}",
+        members.len(),
+        members.join(", ")
+    );
+    Ok(())
+}
+
+/// A workspace of the unpacked packages, each of our crates that another depends on patched
+/// to its own tarball.
+fn verify_manifest(names: &[String], depended_on: &[String], version: &str) -> String {
+    let members: Vec<String> = names
+        .iter()
+        .map(|n| format!("    \"{n}-{version}\","))
+        .collect();
+    let patches: Vec<String> = depended_on
+        .iter()
+        .map(|n| format!("{n} = {{ path = \"{n}-{version}\" }}"))
+        .collect();
+    format!(
+        "# Written by `cargo xtask release`: the packaged crates, built as published.\n\
+         [workspace]\nresolver = \"3\"\nmembers = [\n{}\n]\n\n[patch.crates-io]\n{}\n",
+        members.join("\n"),
+        patches.join("\n")
+    )
+}
+
+/// The workspace's crates that `cargo publish` packages (no `publish = false`), and those of
+/// them another one depends on.
+fn publishable_crates() -> Result<(Vec<String>, Vec<String>), String> {
+    let output = std::process::Command::new("cargo")
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("cargo metadata's output: {e}"))?;
+    let packages = metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata's output has no packages")?;
+    let publishable: Vec<&serde_json::Value> = packages
+        .iter()
+        .filter(|p| !p["publish"].as_array().is_some_and(Vec::is_empty))
+        .collect();
+    let names: Vec<String> = publishable
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect();
+    let depended_on = names
+        .iter()
+        .filter(|name| {
+            publishable.iter().any(|p| {
+                p["dependencies"].as_array().is_some_and(|deps| {
+                    deps.iter()
+                        .any(|d| d["name"].as_str() == Some(name.as_str()))
+                })
+            })
+        })
+        .cloned()
+        .collect();
+    Ok((names, depended_on))
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `MAJOR.MINOR.PATCH` with an optional `-pre` part.
@@ -124,6 +261,22 @@ fn set_version(line: &str, version: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_verification_manifest_patches_every_crate_to_its_tarball() {
+        let names = ["harness-core".to_owned(), "deepharness".to_owned()];
+        let manifest = super::verify_manifest(&names, &names[..1], "0.2.0");
+        assert!(
+            manifest.contains(
+                "members = [\n    \"harness-core-0.2.0\",\n    \"deepharness-0.2.0\",\n]"
+            )
+        );
+        assert!(
+            manifest
+                .contains("[patch.crates-io]\nharness-core = { path = \"harness-core-0.2.0\" }\n")
+        );
+        assert!(!manifest.contains("deepharness = "));
+    }
+
     use super::*;
 
     #[test]

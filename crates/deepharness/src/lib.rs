@@ -35,7 +35,22 @@
 //!
 //! Names beyond the root come from the layer that owns them, so an import path says which
 //! part of the library a name belongs to: content blocks from [`providers`], the loop's own
-//! types from [`agent`], every error kind from [`errors`].
+//! types from [`agent`], every error kind from [`errors`]. `use deepharness::prelude::*`
+//! brings in what a first program uses. The [`guide`] explains each part with examples.
+//!
+//! Coming from the Python original, the names that changed shape:
+//!
+//! | Python | Rust |
+//! | --- | --- |
+//! | `DeepHarnessError` | [`Error`] (each crate's error enum inside, `is_*` predicates through it) |
+//! | `Finished`, `TextDelta`, `StepStarted`, ... at the root | variants of [`AgentEvent`] |
+//! | `agent.arun(...)` / `agent.run(...)` | `agent.run(...).await` / `agent.run_blocking(...)` |
+//! | `Agent(model, tools=..., ...)` | `Agent::builder().model(..).tool(..).build()?` |
+//! | `@tool` | `#[tool]` on a `fn` or `async fn`, which defines a unit struct named in `CamelCase` |
+//! | `graph.merge_dicts` | [`graph::merge_maps`] |
+//! | `NodeSpec` | [`graph::NodeId`], the handle `Graph::add` returns |
+//! | `MCPServer`, `MCPError` | [`tools::McpServer`], [`errors::McpError`] |
+//! | `Wrapping` (base of the wrappers) | none needed: a wrapper is a type holding an `Arc<dyn Llm>` and implementing [`Llm`]; each built-in wrapper has `inner()` |
 
 // Lets `#[tool]` name `::deepharness` inside this crate's own doctests.
 extern crate self as deepharness;
