@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use harness_core::agent::{
-    Agent, AgentState, FINAL_TOOL, PendingHumanInput, Permissions, Rule, RunInput, StopReason,
+    Agent, AgentState, Budget, FINAL_TOOL, PendingHumanInput, Permissions, Rule, RunInput,
+    StopReason,
 };
-use harness_core::testing::{ScriptedModel, TestModel};
+use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
 use harness_core::{CompletionResponse, Ctx, Error, Message, ToolCall, Toolbox, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -80,6 +81,35 @@ async fn the_final_answer_tool_carries_the_output_types_schema() {
     assert!(state.answered());
     let weather: Weather = state.output_as().unwrap();
     assert_eq!(weather.sky, Sky::Sunny);
+}
+
+#[tokio::test]
+async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() {
+    // A model that only ever talks prose spends the step budget without an answer.
+    let model = FunctionModel::new(|_, _| CompletionResponse::text("It is sunny."));
+    let agent = Agent::builder()
+        .model(model)
+        .output::<Weather>()
+        .budget(Budget::new().steps(2))
+        .build()
+        .unwrap();
+    let state = agent.run("Weather in Oslo?").await.unwrap();
+    assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
+    let error = state.output_as::<Weather>().unwrap_err();
+    assert!(matches!(error, Error::OutputValidation(_)));
+    let message = error.to_string();
+    assert!(
+        message.contains("there is no answer to read as")
+            && message.contains("the step budget ran out first; raise Budget::steps"),
+        "{message}"
+    );
+    assert!(
+        AgentState::new()
+            .output_as::<Weather>()
+            .unwrap_err()
+            .to_string()
+            .ends_with("the state has not run yet")
+    );
 }
 
 #[tokio::test]

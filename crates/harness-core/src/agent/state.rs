@@ -162,8 +162,32 @@ impl AgentState {
     /// The output read as a `T`: the typed result of a structured-output agent.
     ///
     /// # Errors
-    /// [`Error::OutputValidation`] when the output does not fit `T`.
+    /// [`Error::OutputValidation`] when the run did not end with an answer (saying why it
+    /// stopped and what to do), or when the output does not fit `T`.
     pub fn output_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        if !self.answered() {
+            let why = match self.stop_reason {
+                None => "the state has not run yet",
+                Some(StopReason::StepBudget) => {
+                    "the step budget ran out first; raise Budget::steps, or read state.messages \
+                     to see what the model did instead"
+                }
+                Some(StopReason::Paused) => {
+                    "a call waits for a human; rule on state.paused with approve() or reject() \
+                     and run the state again"
+                }
+                Some(StopReason::TokenBudget) => "the token budget was crossed",
+                Some(StopReason::Truncated) => {
+                    "the model's output was cut off; output_text() has the partial text"
+                }
+                Some(StopReason::Stopped) => "middleware stopped the run",
+                Some(StopReason::Answer) => "",
+            };
+            return Err(Error::OutputValidation(format!(
+                "there is no answer to read as {}: {why}",
+                std::any::type_name::<T>()
+            )));
+        }
         T::deserialize(&self.output).map_err(|e| {
             Error::OutputValidation(format!(
                 "the output does not fit {}: {e}",
