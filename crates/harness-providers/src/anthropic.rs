@@ -74,6 +74,16 @@ impl Anthropic {
         }
     }
 
+    /// The model's name as the service knows it.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The HTTP client, with its configuration (base URL, timeouts, retries, concurrency).
+    pub fn client(&self) -> &HttpClient {
+        &self.client
+    }
+
     /// The request body for `messages` and `tools`.
     pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
         let mut body = Map::new();

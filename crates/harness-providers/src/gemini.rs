@@ -59,6 +59,16 @@ impl Gemini {
         }
     }
 
+    /// The model's name as the service knows it.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The HTTP client, with its configuration (base URL, timeouts, retries, concurrency).
+    pub fn client(&self) -> &HttpClient {
+        &self.client
+    }
+
     /// The request body for `messages` and `tools`.
     ///
     /// # Errors

@@ -1,5 +1,6 @@
 //! The retrying HTTP client against a loopback server: Retry-After, exhausted retries with
-//! the body kept, no retry for a client error, a stream cut mid-body, the concurrency cap.
+//! the body kept, no retry for a client error, a stream cut mid-body, the concurrency cap; the
+//! connection settings on every vendor's builder.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -237,4 +238,58 @@ async fn an_absurd_retry_after_is_capped_not_a_panic() {
         .await
         .unwrap();
     assert_eq!(response.content(), "fine");
+}
+
+#[test]
+fn every_vendor_builder_takes_the_connection_settings_and_shows_them() {
+    use harness_providers::{Anthropic, Gemini, HttpConfig};
+
+    fn check(model: &str, config: &HttpConfig, base_url: &str) {
+        assert_eq!(config.base_url, base_url, "{model}");
+        assert_eq!(config.timeout, Duration::from_secs(42), "{model}");
+        assert_eq!(config.connect_timeout, Duration::from_secs(3), "{model}");
+        assert_eq!(config.max_concurrency, Some(2), "{model}");
+        assert_eq!(config.retry.attempts, 2, "{model}");
+    }
+    let retry = RetryPolicy {
+        attempts: 2,
+        ..RetryPolicy::default()
+    };
+    let openai = OpenAi::builder("gpt")
+        .api_key("k")
+        .base_url("http://127.0.0.1:9/v1")
+        .timeout(Duration::from_secs(42))
+        .connect_timeout(Duration::from_secs(3))
+        .max_concurrency(2)
+        .retry(retry)
+        .build()
+        .unwrap();
+    assert_eq!(openai.model(), "gpt");
+    check("openai", openai.client().config(), "http://127.0.0.1:9/v1");
+    let anthropic = Anthropic::builder("claude")
+        .api_key("k")
+        .base_url("http://127.0.0.1:9")
+        .timeout(Duration::from_secs(42))
+        .connect_timeout(Duration::from_secs(3))
+        .max_concurrency(2)
+        .retry(retry)
+        .build()
+        .unwrap();
+    assert_eq!(anthropic.model(), "claude");
+    check(
+        "anthropic",
+        anthropic.client().config(),
+        "http://127.0.0.1:9",
+    );
+    let gemini = Gemini::builder("gemini")
+        .api_key("k")
+        .base_url("http://127.0.0.1:9")
+        .timeout(Duration::from_secs(42))
+        .connect_timeout(Duration::from_secs(3))
+        .max_concurrency(2)
+        .retry(retry)
+        .build()
+        .unwrap();
+    assert_eq!(gemini.model(), "gemini");
+    check("gemini", gemini.client().config(), "http://127.0.0.1:9");
 }
