@@ -5,33 +5,13 @@
 
 mod support;
 
-use futures_util::StreamExt as _;
 use harness_core::{
-    Block, CompletionResponse, FinishReason, Llm, LlmEvent, Message, ReasoningLevel, Thinking,
-    TokenUsage, ToolCall, ToolSpec,
+    Block, FinishReason, Llm, LlmEvent, Message, ReasoningLevel, Thinking, TokenUsage, ToolCall,
+    ToolSpec,
 };
 use harness_providers::{Anthropic, Gemini};
 use serde_json::{Value, json};
-use support::{Reply, Server, fixture, fixture_json};
-
-fn completed(events: &[LlmEvent]) -> &CompletionResponse {
-    match events.last() {
-        Some(LlmEvent::Completed(response)) => response,
-        other => panic!("the stream did not end in Completed: {other:?}"),
-    }
-}
-
-fn deltas(events: &[LlmEvent], thinking: bool) -> String {
-    events
-        .iter()
-        .filter_map(|e| match (e, thinking) {
-            (LlmEvent::TextDelta(t), false) | (LlmEvent::ThinkingDelta(t), true) => {
-                Some(t.as_str())
-            }
-            _ => None,
-        })
-        .collect()
-}
+use support::{Reply, Server, collect_events, completed, deltas, fixture, fixture_json};
 
 fn text_of(path: &str, key: &str) -> String {
     // The whole text of the recorded answer, to compare with what was assembled.
@@ -108,11 +88,7 @@ async fn anthropic_nonstream_final_text() {
 async fn anthropic_stream_thinking_then_signature_then_text() {
     let path = "anthropic/messages_stream_thinking_signature_delta.sse";
     let (model, _) = anthropic(Reply::sse(fixture(path))).await;
-    let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("?")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     let thinking = text_of(path, "thinking");
     let signature = text_of(path, "signature");
@@ -136,11 +112,7 @@ async fn anthropic_stream_thinking_then_signature_then_text() {
 async fn anthropic_stream_skips_server_tool_blocks_and_joins_input_json_fragments() {
     let path = "anthropic/messages_stream_server_tool_search_then_tool_use_input_json_delta.sse";
     let (model, _) = anthropic(Reply::sse(fixture(path))).await;
-    let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("?")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     assert_eq!(
         response.tool_calls(),
@@ -162,11 +134,7 @@ async fn anthropic_stream_skips_server_tool_blocks_and_joins_input_json_fragment
 async fn anthropic_stream_final_text_after_tool_result() {
     let path = "anthropic/messages_stream_final_text_after_tool_result.sse";
     let (model, _) = anthropic(Reply::sse(fixture(path))).await;
-    let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("?")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     assert_eq!(response.content(), text_of(path, "text"));
     assert!(
@@ -418,11 +386,7 @@ async fn gemini_function_call_with_extra_fields() {
 
 async fn gemini_stream(path: &str) -> (Vec<LlmEvent>, Server) {
     let (model, server) = gemini(Reply::sse(fixture(path))).await;
-    let events = model
-        .stream_events(&[Message::user("?")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     (events, server)
 }
 
@@ -461,11 +425,7 @@ async fn gemini_streams() {
 async fn gemini_a_usage_only_chunk_is_not_an_error() {
     let body = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}], \"role\": \"model\"}}]}\r\n\r\ndata: {\"usageMetadata\": {\"promptTokenCount\": 3, \"candidatesTokenCount\": 1, \"totalTokenCount\": 4}}\r\n\r\n";
     let (model, _) = gemini(Reply::sse(body)).await;
-    let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("?")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     assert_eq!(response.content(), "Hi");
     assert_eq!(response.usage(), Some(&TokenUsage::new(3, 1, 4)));

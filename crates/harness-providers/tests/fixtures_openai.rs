@@ -5,13 +5,12 @@
 
 mod support;
 
-use futures_util::StreamExt as _;
 use harness_core::{
     CompletionResponse, FinishReason, Llm, LlmEvent, Message, TokenUsage, ToolCall, ToolSpec,
 };
 use harness_providers::{LlamaCpp, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
-use support::{Reply, Server, fixture, fixture_json};
+use support::{Reply, Server, collect_events, completed, deltas, fixture, fixture_json};
 
 async fn generate(
     path: &str,
@@ -34,29 +33,8 @@ async fn stream(path: &str, messages: &[Message], tools: &[ToolSpec]) -> (Vec<Ll
         .base_url(format!("{}/v1", server.url))
         .build()
         .unwrap();
-    let events = model
-        .stream_events(messages, tools)
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, messages, tools).await;
     (events, server)
-}
-
-fn completed(events: &[LlmEvent]) -> &CompletionResponse {
-    match events.last() {
-        Some(LlmEvent::Completed(response)) => response,
-        other => panic!("the stream did not end in Completed: {other:?}"),
-    }
-}
-
-fn text_deltas(events: &[LlmEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            LlmEvent::TextDelta(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn get_capital() -> ToolSpec {
@@ -188,7 +166,7 @@ async fn stream_text_after_tool_result() {
     )
     .await;
     let response = completed(&events);
-    assert_eq!(text_deltas(&events), "The capital of the UK is London.");
+    assert_eq!(deltas(&events, false), "The capital of the UK is London.");
     assert_eq!(response.content(), "The capital of the UK is London.");
     assert!(events.len() > 3, "text arrives in several deltas");
     assert_eq!(response.usage(), Some(&TokenUsage::new(78, 9, 87)));
@@ -383,13 +361,9 @@ async fn llamacpp_stream_role_only_chunk_finish_chunk_and_usage_with_cached_toke
         "llamacpp/chat_stream_text_include_usage.sse",
     )))
     .await;
-    let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("x")], &[])
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events = collect_events(&model, &[Message::user("x")], &[]).await;
     let response = completed(&events);
-    assert_eq!(text_deltas(&events), response.content());
+    assert_eq!(deltas(&events, false), response.content());
     assert_eq!(
         response.content(),
         "Norway is a country with a rich history and culture, and the capital of"

@@ -251,45 +251,34 @@ fn every_vendor_builder_takes_the_connection_settings_and_shows_them() {
         assert_eq!(config.max_concurrency, Some(2), "{model}");
         assert_eq!(config.retry.attempts, 2, "{model}");
     }
-    let retry = RetryPolicy {
-        attempts: 2,
-        ..RetryPolicy::default()
-    };
-    let openai = OpenAi::builder("gpt")
-        .api_key("k")
-        .base_url("http://127.0.0.1:9/v1")
-        .timeout(Duration::from_secs(42))
-        .connect_timeout(Duration::from_secs(3))
-        .max_concurrency(2)
-        .retry(retry)
-        .build()
-        .unwrap();
+    // The builders share their connection setters but no trait: one macro sets them all.
+    macro_rules! configured {
+        ($builder:expr, $url:expr) => {
+            $builder
+                .api_key("k")
+                .base_url($url)
+                .timeout(Duration::from_secs(42))
+                .connect_timeout(Duration::from_secs(3))
+                .max_concurrency(2)
+                .retry(RetryPolicy {
+                    attempts: 2,
+                    ..RetryPolicy::default()
+                })
+                .build()
+                .unwrap()
+        };
+    }
+    let openai = configured!(OpenAi::builder("gpt"), "http://127.0.0.1:9/v1");
     assert_eq!(openai.model(), "gpt");
     check("openai", openai.client().config(), "http://127.0.0.1:9/v1");
-    let anthropic = Anthropic::builder("claude")
-        .api_key("k")
-        .base_url("http://127.0.0.1:9")
-        .timeout(Duration::from_secs(42))
-        .connect_timeout(Duration::from_secs(3))
-        .max_concurrency(2)
-        .retry(retry)
-        .build()
-        .unwrap();
+    let anthropic = configured!(Anthropic::builder("claude"), "http://127.0.0.1:9");
     assert_eq!(anthropic.model(), "claude");
     check(
         "anthropic",
         anthropic.client().config(),
         "http://127.0.0.1:9",
     );
-    let gemini = Gemini::builder("gemini")
-        .api_key("k")
-        .base_url("http://127.0.0.1:9")
-        .timeout(Duration::from_secs(42))
-        .connect_timeout(Duration::from_secs(3))
-        .max_concurrency(2)
-        .retry(retry)
-        .build()
-        .unwrap();
+    let gemini = configured!(Gemini::builder("gemini"), "http://127.0.0.1:9");
     assert_eq!(gemini.model(), "gemini");
     check("gemini", gemini.client().config(), "http://127.0.0.1:9");
 }

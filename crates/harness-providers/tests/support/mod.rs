@@ -1,7 +1,13 @@
 //! A loopback HTTP/1.1 server for provider tests: it records every request and answers
 //! each with what the test's handler says, optionally slowly or cut short.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -229,4 +235,40 @@ pub fn fixture_json(path: &str) -> serde_json::Value {
 
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+}
+
+/// Every event of a model's stream for `messages` and `tools`; any error fails the test.
+pub async fn collect_events(
+    model: &dyn harness_core::Llm,
+    messages: &[harness_core::Message],
+    tools: &[harness_core::ToolSpec],
+) -> Vec<harness_core::LlmEvent> {
+    use futures_util::StreamExt as _;
+    model
+        .stream_events(messages, tools)
+        .map(|e| e.unwrap())
+        .collect()
+        .await
+}
+
+/// The response a stream ended with.
+pub fn completed(events: &[harness_core::LlmEvent]) -> &harness_core::CompletionResponse {
+    match events.last() {
+        Some(harness_core::LlmEvent::Completed(response)) => response,
+        other => panic!("the stream did not end in Completed: {other:?}"),
+    }
+}
+
+/// The text deltas of a stream (`thinking`: its reasoning deltas instead), joined.
+pub fn deltas(events: &[harness_core::LlmEvent], thinking: bool) -> String {
+    use harness_core::LlmEvent;
+    events
+        .iter()
+        .filter_map(|e| match (e, thinking) {
+            (LlmEvent::TextDelta(t), false) | (LlmEvent::ThinkingDelta(t), true) => {
+                Some(t.as_str())
+            }
+            _ => None,
+        })
+        .collect()
 }
