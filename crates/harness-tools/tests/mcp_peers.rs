@@ -61,18 +61,20 @@ fn sandbox(name: &str) -> PathBuf {
     std::fs::canonicalize(dir).unwrap()
 }
 
+/// server-filesystem over stdio, confined to `dir`.
+fn filesystem_server(dir: &Path) -> McpServer {
+    McpServer::stdio([
+        "node".to_owned(),
+        script("server-filesystem"),
+        dir.to_string_lossy().into_owned(),
+    ])
+    .unwrap()
+}
+
 #[tokio::test]
 async fn server_filesystem_over_stdio() {
     let dir = sandbox("fs");
-    let server = Arc::new(
-        McpServer::stdio([
-            "node".to_owned(),
-            script("server-filesystem"),
-            dir.to_string_lossy().into_owned(),
-        ])
-        .unwrap()
-        .with_roots(vec![dir.clone()]),
-    );
+    let server = Arc::new(filesystem_server(&dir).with_roots(vec![dir.clone()]));
     server.connect().await.unwrap();
     server.connect().await.unwrap(); // idempotent
     let info = server.server_info().unwrap();
@@ -144,15 +146,7 @@ async fn server_filesystem_over_stdio() {
 #[tokio::test]
 async fn an_agent_on_test_model_uses_server_filesystem_tools() {
     let dir = sandbox("agent");
-    let server = Arc::new(
-        McpServer::stdio([
-            "node".to_owned(),
-            script("server-filesystem"),
-            dir.to_string_lossy().into_owned(),
-        ])
-        .unwrap()
-        .requires_approval(false),
-    );
+    let server = Arc::new(filesystem_server(&dir).requires_approval(false));
     let tools = server.tools().await.unwrap();
     let names: Vec<String> = tools.iter().map(|t| t.spec().name.clone()).collect();
     let toolbox = Toolbox::builder().tools(tools).build().unwrap();
