@@ -77,7 +77,7 @@ fn cancel_order(ctx: &Ctx, order_id: String) -> Result<String, String> {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
-    println!("model: {} ({})", choice.model.name(), choice.reason);
+    println!("model: {choice}");
 
     let agent = Agent::builder()
         .shared_model(choice.model)

@@ -155,7 +155,7 @@ fn publish(mut report: QuarterlyReport) -> QuarterlyReport {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
-    println!("model: {} ({})\n", choice.model.name(), choice.reason);
+    println!("model: {choice}\n");
     let model = choice.model;
 
     let mut graph = Graph::<QuarterlyReport>::new();

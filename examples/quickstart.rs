@@ -24,7 +24,7 @@ async fn main() -> Result<(), Error> {
     // DEEPHARNESS_MODEL=provider:model, else the first API key set, else a local server,
     // else the offline TestModel.
     let choice = model_from_env()?;
-    println!("model: {} ({})", choice.model.name(), choice.reason);
+    println!("model: {choice}");
 
     let agent = Agent::builder()
         .shared_model(choice.model)

@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
         .nth(1)
         .unwrap_or_else(|| "Which Rust async runtimes are maintained today?".to_owned());
     let choice = model_from_env()?;
-    println!("model: {} ({})", choice.model.name(), choice.reason);
+    println!("model: {choice}");
 
     let mut research = DeepResearch::builder_shared(choice.model).max_sub_questions(3);
     if std::env::var_os("TAVILY_API_KEY").is_some() {

@@ -66,7 +66,7 @@ impl Status {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
-    println!("model: {} ({})", choice.model.name(), choice.reason);
+    println!("model: {choice}");
 
     let agent = Agent::builder()
         .shared_model(choice.model)

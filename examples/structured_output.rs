@@ -42,7 +42,7 @@ const TICKET: &str = "Hi, I was charged twice for order 7731 and now I can't log
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let choice = model_from_env()?;
-    println!("model: {} ({})", choice.model.name(), choice.reason);
+    println!("model: {choice}");
 
     let agent = Agent::builder()
         .shared_model(choice.model)

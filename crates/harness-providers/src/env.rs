@@ -32,6 +32,13 @@ impl std::fmt::Debug for ModelChoice {
     }
 }
 
+/// The model's name and the reason, as a program shows its choice: `test (no provider...)`.
+impl std::fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.model.name(), self.reason)
+    }
+}
+
 /// Providers with a key in the environment, in the order they are preferred, with the model
 /// used when only the key is given.
 const KEYED: &[(&str, &str, &str)] = &[
@@ -195,6 +202,15 @@ fn probe_local(port: u16) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_choice_shows_as_its_model_and_reason() {
+        let choice = ModelChoice {
+            model: Arc::new(harness_core::testing::TestModel::new()),
+            reason: "nothing configured".to_owned(),
+        };
+        assert_eq!(choice.to_string(), "test (nothing configured)");
+    }
 
     #[test]
     fn specs_name_a_provider_and_a_model() {
