@@ -10,7 +10,9 @@ use harness_core::{
 };
 use harness_providers::{LlamaCpp, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
-use support::{Reply, Server, collect_events, completed, deltas, fixture, fixture_json};
+use support::{
+    Reply, Server, collect_events, completed, deltas, fixture, fixture_json, openai_messages_normal,
+};
 
 async fn generate(
     path: &str,
@@ -192,27 +194,9 @@ fn capital_conversation() -> Vec<Message> {
 /// recorded message without `content` matches ours with `content: null`; tool-call
 /// arguments compare as JSON), the tools, and the keys we send.
 fn assert_same_shape(ours: &Value, recorded: &Value) {
-    let normalise = |messages: &Value| -> Vec<Value> {
-        messages
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                let mut m = m.as_object().unwrap().clone();
-                m.retain(|_, v| !v.is_null());
-                if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
-                    for call in calls {
-                        let args = call["function"]["arguments"].as_str().unwrap().to_owned();
-                        call["function"]["arguments"] = serde_json::from_str(&args).unwrap();
-                    }
-                }
-                Value::Object(m)
-            })
-            .collect()
-    };
     assert_eq!(
-        normalise(&ours["messages"]),
-        normalise(&recorded["messages"])
+        openai_messages_normal(&ours["messages"]),
+        openai_messages_normal(&recorded["messages"])
     );
     // `strict` is the caller's choice in pydantic-ai, not a field of ours.
     let without_strict = |tools: Option<&Value>| {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use harness_core::{Block, Message, ReasoningLevel, Thinking, ToolCall, ToolSpec};
 use harness_providers::{Anthropic, Gemini, LlamaCpp, OpenAi};
 use serde_json::{Value, json};
-use support::fixture_json;
+use support::{fixture_json, openai_messages_normal};
 
 fn text(v: &Value) -> String {
     match v {
@@ -74,22 +74,7 @@ fn openai_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
 }
 
 fn openai_normal(body: &Value) -> Value {
-    let messages: Vec<Value> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let mut m = m.as_object().unwrap().clone();
-            m.retain(|_, v| !v.is_null());
-            if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
-                for call in calls {
-                    let args = call["function"]["arguments"].as_str().unwrap().to_owned();
-                    call["function"]["arguments"] = serde_json::from_str(&args).unwrap();
-                }
-            }
-            Value::Object(m)
-        })
-        .collect();
+    let messages = openai_messages_normal(&body["messages"]);
     let tools = body.get("tools").map(|tools| {
         let mut tools = tools.clone();
         for t in tools.as_array_mut().unwrap() {

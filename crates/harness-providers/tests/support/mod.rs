@@ -272,3 +272,26 @@ pub fn deltas(events: &[harness_core::LlmEvent], thinking: bool) -> String {
         })
         .collect()
 }
+
+/// Chat Completions messages in a form to compare: null fields dropped, tool-call arguments
+/// parsed from their JSON string (a recorded message without `content` then matches ours with
+/// `content: null`, and argument spacing does not matter).
+pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let mut m = m.as_object().unwrap().clone();
+            m.retain(|_, v| !v.is_null());
+            if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
+                for call in calls {
+                    let args = call["function"]["arguments"].as_str().unwrap().to_owned();
+                    call["function"]["arguments"] = serde_json::from_str(&args).unwrap();
+                }
+            }
+            Value::Object(m)
+        })
+        .collect()
+}
