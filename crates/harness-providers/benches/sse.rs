@@ -74,8 +74,8 @@ const STREAMS: &[(&str, StreamFormat)] = &[
 ];
 
 fn fixture(path: &str) -> Vec<u8> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    std::fs::read(dir.join(path)).expect("the shared fixtures")
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    std::fs::read(dir.join(path)).expect("the recorded fixtures in tests/fixtures")
 }
 
 fn count_events(body: &[u8]) -> usize {

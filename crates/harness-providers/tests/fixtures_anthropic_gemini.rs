@@ -1,4 +1,4 @@
-//! Anthropic and Gemini: the recorded traffic of ../shared/fixtures served from loopback, and
+//! Anthropic and Gemini: the recorded traffic of tests/fixtures served from loopback, and
 //! what the providers make of every field; and our requests for the recorded conversations.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]

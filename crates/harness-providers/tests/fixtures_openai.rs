@@ -1,4 +1,4 @@
-//! OpenAI Chat Completions and llama.cpp: the recorded traffic of ../shared/fixtures served
+//! OpenAI Chat Completions and llama.cpp: the recorded traffic of tests/fixtures served
 //! from loopback, and what the provider makes of every field.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! Every recorded request of ../shared/fixtures, rebuilt as a neutral conversation and sent
+//! Every recorded request of tests/fixtures, rebuilt as a neutral conversation and sent
 //! through our provider: our request has the recorded shape wherever the keys and values are
 //! ours to set. What is not ours is named where it is left out of the comparison (pydantic-ai's
 //! `tool_choice`, `is_error`, Anthropic's server-side tool blocks, Gemini's response key).

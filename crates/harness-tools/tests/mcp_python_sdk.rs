@@ -99,16 +99,19 @@ async fn add_over_http(mode: &str) {
 }
 
 #[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn python_sdk_server_in_json_mode() {
     add_over_http("json").await;
 }
 
 #[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn python_sdk_server_in_sse_mode() {
     add_over_http("sse").await;
 }
 
 #[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn a_paged_tools_list_is_followed_to_its_last_page() {
     let python = python().to_string_lossy().into_owned();
     let mcp =
@@ -129,6 +132,7 @@ async fn a_paged_tools_list_is_followed_to_its_last_page() {
 }
 
 #[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn server_requests_are_answered_ping_served_and_the_unknown_refused() {
     let mcp = McpServer::stdio([
         "python3".to_owned(),

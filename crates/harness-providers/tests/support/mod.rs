@@ -223,7 +223,7 @@ async fn write_reply(socket: &mut tokio::net::TcpStream, reply: &Reply) {
     let _ = socket.shutdown().await;
 }
 
-/// A file of the shared recorded traffic.
+/// A file of the recorded traffic in `tests/fixtures`.
 pub fn fixture(path: &str) -> Vec<u8> {
     let full = fixtures_dir().join(path);
     std::fs::read(&full).unwrap_or_else(|e| panic!("cannot read {}: {e}", full.display()))
@@ -234,7 +234,7 @@ pub fn fixture_json(path: &str) -> serde_json::Value {
 }
 
 pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// Every event of a model's stream for `messages` and `tools`; any error fails the test.
