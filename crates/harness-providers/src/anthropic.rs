@@ -200,7 +200,6 @@ impl Llm for Anthropic {
             StreamRequest {
                 path: "/messages".into(),
                 body: self.request_body(messages, tools, true),
-                query: Vec::new(),
                 accumulator: MessagesAccumulator::default(),
             },
         )

@@ -164,9 +164,8 @@ impl Llm for Gemini {
         rest::stream(
             &self.client,
             StreamRequest {
-                path: format!("/models/{}:streamGenerateContent", self.model),
+                path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
                 body,
-                query: vec![("alt", "sse")],
                 accumulator: ContentAccumulator::default(),
             },
         )

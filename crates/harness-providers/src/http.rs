@@ -237,7 +237,7 @@ impl HttpClient {
             }
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder()?
             .default_headers(headers)
             .connect_timeout(config.connect_timeout)
             .timeout(config.timeout)
@@ -268,7 +268,7 @@ impl HttpClient {
     /// or a body that is not JSON.
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
         let _permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body, &[]).await?;
+        let response = self.send_with_retries(path, body).await?;
         let bytes = response
             .bytes()
             .await
@@ -286,14 +286,9 @@ impl HttpClient {
 
     /// POSTs `body` and returns the response once its status is a success, for the caller to
     /// read as a stream. Retries happen only here, before the body starts.
-    pub(crate) async fn post_stream(
-        &self,
-        path: &str,
-        body: &Value,
-        query: &[(&str, &str)],
-    ) -> Result<Streaming> {
+    pub(crate) async fn post_stream(&self, path: &str, body: &Value) -> Result<Streaming> {
         let permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body, query).await?;
+        let response = self.send_with_retries(path, body).await?;
         Ok(Streaming { response, permit })
     }
 
@@ -308,12 +303,7 @@ impl HttpClient {
         }
     }
 
-    async fn send_with_retries(
-        &self,
-        path: &str,
-        body: &Value,
-        query: &[(&str, &str)],
-    ) -> Result<Response> {
+    async fn send_with_retries(&self, path: &str, body: &Value) -> Result<Response> {
         let url = self.url(path);
         let payload = bytes::Bytes::from(serde_json::to_vec(body).map_err(|e| {
             Error::configuration(format!("cannot serialise the request to {path}: {e}"))
@@ -325,7 +315,6 @@ impl HttpClient {
             let sent = self
                 .client
                 .post(&url)
-                .query(query)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone())
                 .send()

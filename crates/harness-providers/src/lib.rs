@@ -24,6 +24,7 @@ mod http;
 mod openai;
 mod rest;
 mod sse;
+mod tls;
 mod wire;
 mod wrappers;
 
@@ -37,6 +38,7 @@ pub use openai::{
 };
 pub use rest::{StreamFormat, decode_stream};
 pub use sse::{SseDecoder, SseEvent};
+pub use tls::client_builder;
 pub use wrappers::{Caching, Fallback, RateLimited, Retrying};
 
 /// Reading each vendor's non-streamed answer, public for tests and for tools that replay

@@ -195,7 +195,6 @@ impl Llm for OpenAi {
             StreamRequest {
                 path: "/chat/completions".into(),
                 body: self.request_body(messages, tools, true),
-                query: Vec::new(),
                 accumulator: ChatAccumulator::default(),
             },
         )

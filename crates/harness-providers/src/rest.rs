@@ -24,7 +24,6 @@ pub(crate) trait Accumulator: Send {
 pub(crate) struct StreamRequest<A> {
     pub(crate) path: String,
     pub(crate) body: Value,
-    pub(crate) query: Vec<(&'static str, &'static str)>,
     pub(crate) accumulator: A,
 }
 
@@ -80,11 +79,7 @@ pub(crate) fn stream<'a, A: Accumulator + 'a>(
                 State::Done => return None,
                 State::Reading(reading) => reading,
                 State::Start(client, request) => {
-                    let query: Vec<(&str, &str)> = request.query.clone();
-                    match client
-                        .post_stream(&request.path, &request.body, &query)
-                        .await
-                    {
+                    match client.post_stream(&request.path, &request.body).await {
                         Ok(Streaming { response, permit }) => Box::new(Reading {
                             client,
                             path: request.path,

@@ -61,7 +61,8 @@ impl HttpTransport {
                 .map_err(|e| McpError::new(format!("invalid value for header {name}: {e}")))?;
             map.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = harness_providers::client_builder()
+            .map_err(|e| McpError::new(e.to_string()))?
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| McpError::new(format!("cannot build the HTTP client: {e}")))?;
