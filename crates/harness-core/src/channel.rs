@@ -88,19 +88,24 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = &mut *self;
-        if let Poll::Ready(Some(item)) = this.receiver.poll_recv(cx) {
-            return Poll::Ready(Some(item));
-        }
-        if let Some(run) = &mut this.run
-            && run.as_mut().poll(cx).is_ready()
-        {
+        if let Some(run) = &mut this.run {
+            // `poll_recv` may answer `Pending` with items still queued when the task's
+            // cooperative budget is spent; it then wakes the task, so `Pending` is right here.
+            if let Poll::Ready(Some(item)) = this.receiver.poll_recv(cx) {
+                return Poll::Ready(Some(item));
+            }
+            if run.as_mut().poll(cx).is_pending() {
+                return match this.receiver.poll_recv(cx) {
+                    Poll::Ready(Some(item)) => Poll::Ready(Some(item)),
+                    _ => Poll::Pending,
+                };
+            }
             this.run = None;
         }
-        match this.receiver.poll_recv(cx) {
-            Poll::Ready(item) => Poll::Ready(item),
-            Poll::Pending if this.run.is_none() => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
+        // The producer is done, so the queue holds all it will ever get: drain it with
+        // `try_recv`, which the cooperative budget does not cut short. Reading a budget
+        // `Pending` as "empty" here is what once ended streams early.
+        Poll::Ready(this.receiver.try_recv().ok())
     }
 }
 
@@ -123,6 +128,32 @@ mod tests {
         gate.send(()).unwrap();
         assert_eq!(stream.next().await, Some("second"));
         assert_eq!(stream.next().await, None);
+    }
+
+    /// 10,000 items sent in one burst by a producer that finishes at once: every one arrives,
+    /// past tokio's cooperative budget (128 polls), on both runtimes.
+    #[test]
+    fn a_burst_far_past_the_cooperative_budget_arrives_whole() {
+        for runtime in [
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap(),
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .build()
+                .unwrap(),
+        ] {
+            let got: Vec<u32> = runtime.block_on(async {
+                channel_stream(|tx| async move {
+                    for n in 0..10_000 {
+                        tx.emit(n);
+                    }
+                })
+                .collect()
+                .await
+            });
+            assert_eq!(got, (0..10_000).collect::<Vec<_>>());
+        }
     }
 
     #[tokio::test]

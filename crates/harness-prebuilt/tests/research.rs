@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use harness_core::testing::FunctionModel;
-use harness_core::{CompletionResponse, Message, Role, TokenUsage, ToolCall};
+use harness_core::{
+    BoxStream, CompletionResponse, Llm, LlmEvent, Message, Role, TokenUsage, ToolCall, ToolSpec,
+};
 use harness_prebuilt::{DeepResearch, Finding, ResearchEvent};
 use serde_json::json;
 
@@ -303,4 +305,81 @@ fn invalid_settings_are_refused_at_construction() {
         err.to_string().contains("n_parallel has nothing to cap"),
         "{err}"
     );
+}
+
+/// Plans one sub-question, answers it with "A", and streams the report as `REPORT_DELTAS`
+/// one-character deltas all ready at once.
+struct BurstySynthesizer;
+
+const REPORT_DELTAS: usize = 10_000;
+
+#[harness_core::async_trait]
+impl Llm for BurstySynthesizer {
+    async fn generate(
+        &self,
+        messages: &[Message],
+        _: &[ToolSpec],
+    ) -> harness_core::Result<CompletionResponse> {
+        if system_of(messages).contains("sub-questions that, answered together") {
+            let call =
+                ToolCall::new("final_answer", json!({ "sub_questions": ["q1"] })).with_id("plan");
+            return Ok(CompletionResponse::from_tool_calls(vec![call]));
+        }
+        Ok(CompletionResponse::text("A"))
+    }
+
+    fn stream_events<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxStream<'a, harness_core::Result<LlmEvent>> {
+        if !system_of(messages).contains("Write one thorough") {
+            return Box::pin(futures_util::stream::once(async move {
+                self.generate(messages, tools)
+                    .await
+                    .map(LlmEvent::Completed)
+            }));
+        }
+        let deltas = (0..REPORT_DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
+        let whole = CompletionResponse::text("x".repeat(REPORT_DELTAS));
+        Box::pin(futures_util::stream::iter(
+            deltas.chain(std::iter::once(Ok(LlmEvent::Completed(whole)))),
+        ))
+    }
+}
+
+/// A synthesizer that streams 10,000 deltas in one burst: every one reaches the research
+/// stream, then `ResearchFinished`, on the current-thread and the multi-thread runtime.
+/// Before the fix the nested streams ended silently after tokio's cooperative budget.
+#[test]
+fn a_report_of_ten_thousand_deltas_streams_whole() {
+    let research = DeepResearch::builder(BurstySynthesizer).build().unwrap();
+    for runtime in [
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap(),
+    ] {
+        let events: Vec<ResearchEvent> = runtime.block_on(async {
+            research
+                .stream_events("why?")
+                .map(|e| e.unwrap())
+                .collect()
+                .await
+        });
+        let deltas = events
+            .iter()
+            .filter(|e| matches!(e, ResearchEvent::TextDelta(_)))
+            .count();
+        assert_eq!(deltas, REPORT_DELTAS);
+        let Some(ResearchEvent::ResearchFinished(result)) = events.last() else {
+            panic!("the stream must end with ResearchFinished");
+        };
+        assert_eq!(result.report.len(), REPORT_DELTAS);
+    }
 }
