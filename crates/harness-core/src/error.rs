@@ -85,6 +85,14 @@ pub enum Error {
     #[error(transparent)]
     Provider(#[from] ProviderError),
 
+    /// A run ended on an error after it had begun (a provider failure that survived its
+    /// retries, a stream that broke off, ...): the error, and the run so far, so nothing of
+    /// the transcript is lost. Displays as the error inside; the `is_*` predicates and
+    /// [`Error::provider`] look through it. Run the [`state`](Error::state) again to
+    /// continue: tools whose results are already in the transcript are not run again.
+    #[error(transparent)]
+    RunFailed(Box<RunFailure>),
+
     /// A file could not be read (for example by [`Image::from_path`](crate::Image::from_path)).
     #[error("cannot read {}: {source}", .path.display())]
     Io {
@@ -107,7 +115,48 @@ fn unknown_tool_message(name: &str, available: &[String]) -> String {
     }
 }
 
+/// What [`Error::RunFailed`] carries: the error that ended a run, and the run so far.
+#[derive(Debug)]
+pub struct RunFailure {
+    /// What ended the run.
+    pub error: Error,
+    /// The run so far: every message up to the failure, the usage, no stop reason (the run
+    /// did not finish). Passing it back to `Agent::run` continues the run.
+    pub state: crate::agent::AgentState,
+}
+
+impl fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for RunFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
+
 impl Error {
+    /// The error itself, looking through [`Error::RunFailed`]: what the predicates ask.
+    fn kind(&self) -> &Self {
+        match self {
+            Self::RunFailed(failure) => failure.error.kind(),
+            other => other,
+        }
+    }
+
+    /// Wraps `self` with the run so far, unless it already carries a state.
+    pub(crate) fn with_state(self, state: impl FnOnce() -> crate::agent::AgentState) -> Self {
+        match self {
+            Self::RunFailed(_) | Self::TokenBudgetExceeded(_) => self,
+            error => Self::RunFailed(Box::new(RunFailure {
+                error,
+                state: state(),
+            })),
+        }
+    }
+
     /// A [`Error::Configuration`] with the given message.
     pub fn configuration(message: impl Into<String>) -> Self {
         Self::Configuration(message.into())
@@ -141,46 +190,65 @@ impl Error {
 
     /// True for [`Error::Configuration`].
     pub fn is_configuration(&self) -> bool {
-        matches!(self, Self::Configuration(_))
+        matches!(self.kind(), Self::Configuration(_))
     }
 
     /// True for [`Error::ToolNotFound`].
     pub fn is_tool_not_found(&self) -> bool {
-        matches!(self, Self::ToolNotFound { .. })
+        matches!(self.kind(), Self::ToolNotFound { .. })
     }
 
     /// True for [`Error::ToolDenied`].
     pub fn is_tool_denied(&self) -> bool {
-        matches!(self, Self::ToolDenied { .. })
+        matches!(self.kind(), Self::ToolDenied { .. })
     }
 
     /// True for [`Error::HumanInputRequired`].
     pub fn is_human_input_required(&self) -> bool {
-        matches!(self, Self::HumanInputRequired { .. })
+        matches!(self.kind(), Self::HumanInputRequired { .. })
     }
 
     /// True for [`Error::TokenBudgetExceeded`].
     pub fn is_token_budget_exceeded(&self) -> bool {
-        matches!(self, Self::TokenBudgetExceeded(_))
+        matches!(self.kind(), Self::TokenBudgetExceeded(_))
     }
 
-    /// The run so far, for an error that carries one ([`Error::TokenBudgetExceeded`]).
+    /// The run so far, for an error that ended a run ([`Error::RunFailed`],
+    /// [`Error::TokenBudgetExceeded`]): run it again to continue.
     pub fn state(&self) -> Option<&crate::agent::AgentState> {
         match self {
             Self::TokenBudgetExceeded(exceeded) => Some(&exceeded.state),
+            Self::RunFailed(failure) => Some(&failure.state),
+            _ => None,
+        }
+    }
+
+    /// The run so far, owned (see [`Error::state`]).
+    pub fn into_state(self) -> Option<crate::agent::AgentState> {
+        match self {
+            Self::TokenBudgetExceeded(exceeded) => Some(exceeded.state),
+            Self::RunFailed(failure) => Some(failure.state),
+            _ => None,
+        }
+    }
+
+    /// The vendor's failure, when this is (or a failed run ended on) [`Error::Provider`].
+    pub fn provider(&self) -> Option<&ProviderError> {
+        match self.kind() {
+            Self::Provider(provider) => Some(provider),
             _ => None,
         }
     }
 
     /// True for [`Error::Provider`].
     pub fn is_provider(&self) -> bool {
-        matches!(self, Self::Provider(_))
+        matches!(self.kind(), Self::Provider(_))
     }
 
     /// The text a model reads when this error is a tool call's result: `Error: ` and the
     /// error's own message, without the "tool 'x' failed" wrapper the model already knows.
     pub fn tool_result_text(&self) -> String {
-        match self {
+        match self.kind() {
             Self::ToolFailed { message, .. } => format!("Error: {message}"),
             other => format!("Error: {other}"),
         }

@@ -155,6 +155,11 @@ impl<'de> Deserialize<'de> for Content {
 }
 
 /// A tool call the model asked for.
+///
+/// A call whose arguments the model sent as something other than one JSON object (text that
+/// is not JSON, an array, a call cut off at the output limit) keeps that text in
+/// [`raw_arguments`](ToolCall::raw_arguments) and has no arguments: the agent does not run
+/// it, and tells the model why as the call's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The vendor's id for the call, used to pair it with its result. Gemini gives none.
@@ -165,20 +170,54 @@ pub struct ToolCall {
     /// The arguments, as the model sent them.
     #[serde(default)]
     pub arguments: Map<String, Value>,
+    /// The arguments text exactly as the model sent it, kept only when it was not one JSON
+    /// object; such a call is never run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_arguments: Option<String>,
 }
 
 impl ToolCall {
-    /// A call of `name` with `arguments` (an object; anything else gives no arguments).
+    /// A call of `name` with `arguments`. An object is the arguments; anything else is kept
+    /// as [`raw_arguments`](ToolCall::raw_arguments) (its JSON text), so the call is not run.
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
-        let arguments = match arguments {
-            Value::Object(map) => map,
-            _ => Map::new(),
+        let (arguments, raw_arguments) = match arguments {
+            Value::Object(map) => (map, None),
+            // A vendor that sends no arguments for a call without parameters.
+            Value::Null => (Map::new(), None),
+            other => (Map::new(), Some(other.to_string())),
         };
         Self {
             id: None,
             name: name.into(),
             arguments,
+            raw_arguments,
         }
+    }
+
+    /// A call of `name` whose arguments arrived as JSON text, as most vendors send them:
+    /// one JSON object is the arguments; empty text means none; anything else (not JSON, not
+    /// an object) is kept verbatim in [`raw_arguments`](ToolCall::raw_arguments).
+    ///
+    /// ```
+    /// use harness_core::ToolCall;
+    ///
+    /// assert_eq!(ToolCall::parse("f", r#"{"a": 1}"#).arguments["a"], 1);
+    /// assert!(ToolCall::parse("f", "").raw_arguments.is_none());
+    /// let cut = ToolCall::parse("f", r#"{"a": "#);
+    /// assert!(cut.arguments.is_empty());
+    /// assert_eq!(cut.raw_arguments.as_deref(), Some(r#"{"a": "#));
+    /// assert!(cut.arguments_error().unwrap().starts_with("not valid JSON"));
+    /// ```
+    pub fn parse(name: impl Into<String>, text: &str) -> Self {
+        let mut call = Self::new(name, Value::Object(Map::new()));
+        if text.trim().is_empty() {
+            return call;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => call.arguments = map,
+            _ => call.raw_arguments = Some(text.to_owned()),
+        }
+        call
     }
 
     /// Sets the call id.
@@ -187,9 +226,40 @@ impl ToolCall {
         self
     }
 
+    /// What is wrong with the arguments as the model sent them, in words a model can act
+    /// on; `None` when they are one JSON object (or absent).
+    pub fn arguments_error(&self) -> Option<String> {
+        let raw = self.raw_arguments.as_deref()?;
+        Some(match serde_json::from_str::<Value>(raw) {
+            Err(e) if raw.trim().is_empty() => format!("no arguments were sent ({e})"),
+            Err(e) => format!("not valid JSON: {e}"),
+            Ok(value) => format!("a JSON object was expected, got {}", json_kind(&value)),
+        })
+    }
+
     /// The arguments as one JSON object value.
     pub fn arguments_value(&self) -> Value {
         Value::Object(self.arguments.clone())
+    }
+
+    /// The arguments as JSON text for a vendor that takes text: what the model sent when
+    /// it was not an object, so the transcript replays the model's own words.
+    pub fn arguments_text(&self) -> String {
+        match &self.raw_arguments {
+            Some(raw) => raw.clone(),
+            None => Value::Object(self.arguments.clone()).to_string(),
+        }
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

@@ -79,7 +79,10 @@ impl AgentInner {
 
         for step in 1..=self.budget.max_steps() {
             events.emit(|| AgentEvent::StepStarted { step });
-            let response = self.ask_model(model, &transcript, events).await?;
+            let response = self
+                .ask_model(model, &transcript, events)
+                .await
+                .map_err(|e| e.with_state(|| self.snapshot(&transcript)))?;
             self.account(&response, &transcript)?;
             let text = response.content().to_owned();
             let (blocks, calls, _, finish_reason) = response.into_parts();
@@ -109,35 +112,29 @@ impl AgentInner {
             }
 
             if self.tools.is_empty() {
-                return Err(Error::configuration(format!(
+                let error = Error::configuration(format!(
                     "{} received tool calls but has no tools registered",
                     self.name
-                )));
+                ));
+                return Err(error.with_state(|| self.snapshot(&transcript)));
             }
             let request = Message::assistant(content).with_tool_calls(calls.clone());
             Arc::make_mut(&mut transcript).push(request);
             if let Some(pending) = self
-                .tool_round(calls, &mut transcript, &ctx, mode, events)
+                .tool_round(calls, finish_reason, &mut transcript, &ctx, mode, events)
                 .await
             {
                 return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
             }
-            if let Some(middleware) = &self.middleware {
-                let snapshot = AgentState {
-                    messages: transcript.to_vec(),
-                    output: Value::Null,
-                    usage: self.total_usage(),
-                    stop_reason: None,
-                    paused: Vec::new(),
-                };
-                if !middleware.after_step(step, &snapshot) {
-                    return Ok(self.finish(
-                        transcript,
-                        Value::from(""),
-                        StopReason::Stopped,
-                        Vec::new(),
-                    ));
-                }
+            if let Some(middleware) = &self.middleware
+                && !middleware.after_step(step, &self.snapshot(&transcript))
+            {
+                return Ok(self.finish(
+                    transcript,
+                    Value::from(""),
+                    StopReason::Stopped,
+                    Vec::new(),
+                ));
             }
         }
         Ok(self.finish(
@@ -146,6 +143,18 @@ impl AgentInner {
             StopReason::StepBudget,
             Vec::new(),
         ))
+    }
+
+    /// The run so far, unfinished: what a middleware's `after_step` sees and what an error
+    /// that ends the run carries.
+    fn snapshot(&self, transcript: &[Message]) -> AgentState {
+        AgentState {
+            messages: transcript.to_vec(),
+            output: Value::Null,
+            usage: self.total_usage(),
+            stop_reason: None,
+            paused: Vec::new(),
+        }
     }
 
     /// One model call: middleware's view, then the context policy's, then the model,
@@ -241,7 +250,13 @@ impl AgentInner {
         let output = self.output.as_ref()?;
         let position = calls.iter().position(|c| c.name == FINAL_TOOL)?;
         let value = calls[position].arguments_value();
-        let verdict = output.check(&value);
+        let verdict = match calls[position].arguments_error() {
+            Some(problem) => Err(format!(
+                "the arguments are not one JSON object ({problem}); call {FINAL_TOOL} again \
+                 with the answer as a JSON object"
+            )),
+            None => output.check(&value),
+        };
         let transcript = Arc::make_mut(transcript);
         for (i, call) in calls.iter().enumerate() {
             let text = match (&verdict, i == position) {
@@ -259,6 +274,7 @@ impl AgentInner {
     async fn tool_round(
         &self,
         calls: Vec<ToolCall>,
+        finish_reason: FinishReason,
         transcript: &mut Transcript,
         ctx: &Ctx,
         mode: ToolMode,
@@ -272,6 +288,11 @@ impl AgentInner {
             .map(|c| (c.name.clone(), c.id.clone()))
             .collect();
         for (i, call) in calls.into_iter().enumerate() {
+            if let Some(problem) = unreadable_arguments(&call, finish_reason) {
+                // Nothing the model did not send is run: no middleware, no policy, no tool.
+                results[i] = Some(problem);
+                continue;
+            }
             let call = match &self.middleware {
                 Some(middleware) => match middleware.before_tool(call) {
                     Some(call) => call,
@@ -480,6 +501,26 @@ impl AgentInner {
             paused,
         }
     }
+}
+
+/// The result a call gets when its arguments are not one JSON object: what was wrong, the
+/// parser's words, and what to do. The call is not run.
+fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<String> {
+    let problem = call.arguments_error()?;
+    Some(if finish_reason == FinishReason::Length {
+        format!(
+            "Error: the reply reached the output token limit in the middle of this call to \
+             '{}', so its arguments are cut off ({problem}). The call was not run; send it \
+             again with shorter arguments.",
+            call.name
+        )
+    } else {
+        format!(
+            "Error: the arguments for '{}' are not one JSON object ({problem}). The call was \
+             not run; send the arguments again as a JSON object.",
+            call.name
+        )
+    })
 }
 
 /// An approval pause for a gated call, asking in plain words with the arguments as JSON.
