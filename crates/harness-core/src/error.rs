@@ -255,6 +255,31 @@ impl Error {
     }
 }
 
+/// What kind of failure a [`ProviderError`] is: what a caller may branch on (retry a
+/// timeout, show a vendor's refusal, report a broken proxy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProviderErrorKind {
+    /// The vendor answered with an HTTP error status (see [`ProviderError::status`]).
+    Status,
+    /// The connection could not be opened, or broke (before or during a stream).
+    Transport,
+    /// Nothing arrived in time: the request's timeout, a stream's idle timeout (no byte for
+    /// too long) or its total timeout.
+    Timeout,
+    /// The answer ended before it was complete: a stream without the vendor's end mark, an
+    /// empty body.
+    Incomplete,
+    /// The answer could not be read: not JSON, not an event stream, a required field
+    /// missing, more bytes than the client accepts.
+    Malformed,
+    /// The vendor reported an error inside an answer that started as a success (an error
+    /// event in a stream, an error object in a 200 body).
+    Vendor,
+    /// Anything else (the kind a custom [`Llm`](crate::Llm) gets from [`ProviderError::new`]).
+    Other,
+}
+
 /// A model provider's failure, keeping what the vendor said.
 ///
 /// Built by the providers (harness-providers) and by custom [`Llm`](crate::Llm)
@@ -264,6 +289,7 @@ impl Error {
 pub struct ProviderError {
     provider: String,
     message: String,
+    kind: ProviderErrorKind,
     status: Option<u16>,
     error_type: Option<String>,
     body: Option<String>,
@@ -278,15 +304,26 @@ impl ProviderError {
         Self {
             provider: provider.into(),
             message: message.into(),
+            kind: ProviderErrorKind::Other,
             status: None,
             error_type: None,
             body: None,
         }
     }
 
-    /// Records the HTTP status the vendor answered with.
+    /// Says what kind of failure this is.
+    pub fn with_kind(mut self, kind: ProviderErrorKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Records the HTTP status the vendor answered with (and, unless a kind was given, makes
+    /// this a [`ProviderErrorKind::Status`] failure).
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
+        if self.kind == ProviderErrorKind::Other {
+            self.kind = ProviderErrorKind::Status;
+        }
         self
     }
 
@@ -314,6 +351,17 @@ impl ProviderError {
     /// What went wrong.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ProviderErrorKind {
+        self.kind
+    }
+
+    /// True when nothing arrived in time (a request's timeout, a stream's idle or total
+    /// timeout).
+    pub fn is_timeout(&self) -> bool {
+        self.kind == ProviderErrorKind::Timeout
     }
 
     /// The HTTP status, when the failure was an HTTP answer.

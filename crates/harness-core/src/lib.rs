@@ -63,7 +63,9 @@ pub mod __private;
 
 pub use agent::{Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunInput, StopReason};
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
-pub use error::{Error, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, Result, RunFailure};
+pub use error::{
+    Error, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result, RunFailure,
+};
 pub use llm::{BoxStream, Llm, LlmEvent, replay};
 pub use message::{Content, Message, Role, ToolCall};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};

@@ -4,15 +4,15 @@ use std::borrow::Cow;
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
-    content::merge_blocks,
+    ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec, content::merge_blocks,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::{Connection, HttpClient, connection_setters};
-use crate::rest::{self, Accumulator, StreamRequest, lenient_arguments, required};
-use crate::wire::Text;
+use crate::openai::call_from_text;
+use crate::rest::{self, Accumulator, StreamRequest, required};
+use crate::wire::{Text, count};
 
 const VERSION: &str = "2023-06-01";
 
@@ -318,11 +318,12 @@ struct UsageParts {
 
 impl UsageParts {
     fn merge(&mut self, usage: &Value) {
-        let count = |key: &str| usage.get(key).and_then(Value::as_u64);
-        self.input = count("input_tokens").or(self.input);
-        self.output = count("output_tokens").or(self.output);
-        self.cache_read = count("cache_read_input_tokens").or(self.cache_read);
-        self.cache_write = count("cache_creation_input_tokens").or(self.cache_write);
+        // A key present (even null) replaces; counts saturate, never overflow.
+        let at = |key: &str| usage.get(key).map(count);
+        self.input = at("input_tokens").or(self.input);
+        self.output = at("output_tokens").or(self.output);
+        self.cache_read = at("cache_read_input_tokens").or(self.cache_read);
+        self.cache_write = at("cache_creation_input_tokens").or(self.cache_write);
     }
 
     fn seen(&self) -> bool {
@@ -334,9 +335,13 @@ impl UsageParts {
     /// else.
     fn usage(&self) -> TokenUsage {
         let (read, write) = (self.cache_read.unwrap_or(0), self.cache_write.unwrap_or(0));
-        let prompt = self.input.unwrap_or(0) + read + write;
+        let prompt = self
+            .input
+            .unwrap_or(0)
+            .saturating_add(read)
+            .saturating_add(write);
         let completion = self.output.unwrap_or(0);
-        TokenUsage::new(prompt, completion, prompt + completion)
+        TokenUsage::new(prompt, completion, prompt.saturating_add(completion))
             .with_cached(read)
             .with_cache_write(write)
     }
@@ -365,10 +370,8 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
                 blocks.push(thinking.into());
             }
             "tool_use" if !text("name").is_empty() => {
-                let input = block
-                    .get("input")
-                    .cloned()
-                    .unwrap_or(Value::Object(Map::new()));
+                // An input that is not an object is kept as sent; such a call is not run.
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
                 let mut call = ToolCall::new(text("name"), input);
                 if !text("id").is_empty() {
                     call = call.with_id(text("id"));
@@ -378,14 +381,23 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
             _ => {}
         }
     }
+    // A missing stop reason is not a finished answer.
+    let finish = answer
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map_or(FinishReason::Other, stop_reason);
+    if finish == FinishReason::Length
+        && let Some(last) = calls.pop()
+    {
+        // Anthropic: a tool_use cut by max_tokens may hold incomplete input.
+        let mut cut = ToolCall::new(last.name.clone(), Value::Null);
+        cut.raw_arguments = Some(last.arguments_text());
+        cut.id = last.id;
+        calls.push(cut);
+    }
     let mut response = CompletionResponse::from_blocks(blocks)
         .with_tool_calls(calls)
-        .with_finish_reason(
-            answer
-                .get("stop_reason")
-                .and_then(Value::as_str)
-                .map_or(FinishReason::Stop, stop_reason),
-        );
+        .with_finish_reason(finish);
     if let Some(usage) = answer
         .get("usage")
         .filter(|u| u.as_object().is_some_and(|m| !m.is_empty()))
@@ -462,18 +474,20 @@ enum Slot {
     },
 }
 
-/// Assembles a Messages stream: content slots by index, tool slots in order, usage merged
-/// from `message_start` and `message_delta`.
+/// Assembles a Messages stream: content slots by index (a block started again at a taken
+/// index is another block, never merged into or replacing the first), usage merged from
+/// `message_start` and `message_delta`. The turn is whole once `message_stop` has come.
 #[derive(Default)]
 pub(crate) struct MessagesAccumulator {
     slots: Vec<(usize, Slot)>,
     usage: UsageParts,
     finish: Option<FinishReason>,
+    stopped: bool,
 }
 
 impl MessagesAccumulator {
     fn slot(&mut self, index: usize, thinking: bool) -> &mut Slot {
-        let at = match self.slots.iter().position(|(i, _)| *i == index) {
+        let at = match self.slots.iter().rposition(|(i, _)| *i == index) {
             Some(at) => at,
             None => {
                 let slot = Slot::Content {
@@ -516,7 +530,7 @@ impl MessagesAccumulator {
                 }
             }
             Some("input_json_delta") => {
-                let tool = self.slots.iter_mut().find(|(i, _)| *i == index);
+                let tool = self.slots.iter_mut().rev().find(|(i, _)| *i == index);
                 if let (Some(piece), Some((_, Slot::Tool { arguments, .. }))) =
                     (delta.partial_json, tool)
                 {
@@ -530,12 +544,8 @@ impl MessagesAccumulator {
 
 impl Accumulator for MessagesAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let event: Event<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::from(
-                ProviderError::new("anthropic", format!("unreadable stream event: {e}"))
-                    .with_body(data),
-            )
-        })?;
+        let event: Event<'_> =
+            serde_json::from_str(data).map_err(|e| rest::unreadable("Anthropic", &e, data))?;
         let index = event.index.unwrap_or(0);
         match event.kind.as_ref() {
             "content_block_start" => {
@@ -560,7 +570,6 @@ impl Accumulator for MessagesAccumulator {
                     },
                     _ => return Ok(()), // server-side tool blocks are the vendor's business
                 };
-                self.slots.retain(|(i, _)| *i != index);
                 self.slots.push((index, slot));
             }
             "content_block_delta" => {
@@ -581,18 +590,10 @@ impl Accumulator for MessagesAccumulator {
                     self.finish = Some(stop_reason(&reason));
                 }
             }
+            "message_stop" => self.stopped = true,
             "error" => {
                 let error = event.error.unwrap_or(Value::Null);
-                let message = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("stream error");
-                let mut failure =
-                    ProviderError::new("anthropic", message.to_owned()).with_body(data);
-                if let Some(kind) = error.get("type").and_then(Value::as_str) {
-                    failure = failure.with_error_type(kind);
-                }
-                return Err(failure.into());
+                return Err(rest::vendor_error("Anthropic", &error, data));
             }
             _ => {}
         }
@@ -600,6 +601,9 @@ impl Accumulator for MessagesAccumulator {
     }
 
     fn finish(&mut self) -> Result<CompletionResponse> {
+        if !self.stopped {
+            return Err(rest::incomplete("Anthropic", "message_stop"));
+        }
         let mut slots = std::mem::take(&mut self.slots);
         slots.sort_by_key(|(i, _)| *i);
         let mut blocks = Vec::new();
@@ -623,7 +627,7 @@ impl Accumulator for MessagesAccumulator {
                     name,
                     arguments,
                 } => {
-                    let call = ToolCall::new(name, lenient_arguments(&arguments));
+                    let call = call_from_text(&name, &arguments, self.finish);
                     calls.push(if id.is_empty() {
                         call
                     } else {

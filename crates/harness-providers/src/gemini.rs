@@ -2,14 +2,14 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+    ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::{Connection, HttpClient, connection_setters};
 use crate::rest::{self, Accumulator, StreamRequest, required};
-use crate::wire::{Few, Text};
+use crate::wire::{Count, Few, Text, count, count_at};
 
 /// A Gemini model.
 ///
@@ -278,16 +278,27 @@ fn finish_reason(value: &str) -> FinishReason {
     }
 }
 
+/// Usage from `usageMetadata`; counts saturate, never overflow.
 fn usage_from(metadata: Option<&Value>) -> Option<TokenUsage> {
-    let usage = metadata?.as_object().filter(|m| !m.is_empty())?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = count("promptTokenCount");
-    let completion = count("candidatesTokenCount") + count("thoughtsTokenCount");
+    let usage = metadata.filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))?;
+    let prompt = count_at(usage, "promptTokenCount");
+    let completion = count_at(usage, "candidatesTokenCount")
+        .saturating_add(count_at(usage, "thoughtsTokenCount"));
     let total = usage
         .get("totalTokenCount")
-        .and_then(Value::as_u64)
-        .unwrap_or(prompt + completion);
-    Some(TokenUsage::new(prompt, completion, total).with_cached(count("cachedContentTokenCount")))
+        .map_or_else(|| prompt.saturating_add(completion), count);
+    Some(
+        TokenUsage::new(prompt, completion, total)
+            .with_cached(count_at(usage, "cachedContentTokenCount")),
+    )
+}
+
+/// The finish reason of an answer whose prompt was blocked (no candidates at all).
+fn blocked(answer_feedback: Option<&Value>) -> Option<FinishReason> {
+    answer_feedback?
+        .get("blockReason")
+        .and_then(Value::as_str)
+        .map(|_| FinishReason::Filtered)
 }
 
 /// One answer (or one streamed chunk, which is a whole answer of its own) in parts.
@@ -327,10 +338,8 @@ fn read_parts(answer: &Value) -> Parts {
         }
         if let Some(call) = part.get("functionCall") {
             let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-            let args = call
-                .get("args")
-                .cloned()
-                .unwrap_or(Value::Object(Map::new()));
+            // No args is none; args that are not an object are kept as sent, not run.
+            let args = call.get("args").cloned().unwrap_or(Value::Null);
             let mut tool_call = ToolCall::new(name, args);
             if let Some(id) = call.get("id").and_then(Value::as_str) {
                 tool_call = tool_call.with_id(id);
@@ -344,7 +353,8 @@ fn read_parts(answer: &Value) -> Parts {
         finish: candidate
             .and_then(|c| c.get("finishReason"))
             .and_then(Value::as_str)
-            .map(finish_reason),
+            .map(finish_reason)
+            .or_else(|| blocked(answer.get("promptFeedback"))),
         usage: usage_from(answer.get("usageMetadata")),
     }
 }
@@ -354,11 +364,14 @@ fn read_parts(answer: &Value) -> Parts {
 /// # Errors
 /// [`Error::Provider`] when the answer has no `candidates` key.
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
-    required("Gemini", answer, "candidates")?;
+    if answer.get("promptFeedback").is_none() {
+        required("Gemini", answer, "candidates")?;
+    }
     let parts = read_parts(answer);
+    // A missing finish reason is not a finished answer.
     let mut response = CompletionResponse::from_blocks(parts.blocks)
         .with_tool_calls(parts.calls)
-        .with_finish_reason(parts.finish.unwrap_or(FinishReason::Stop));
+        .with_finish_reason(parts.finish.unwrap_or(FinishReason::Other));
     if let Some(usage) = parts.usage {
         response = response.with_usage(usage);
     }
@@ -373,6 +386,8 @@ struct StreamChunk<'a> {
     usage: Option<UsageWire>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(rename = "promptFeedback", default)]
+    prompt_feedback: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -416,25 +431,28 @@ struct FunctionCallWire {
 #[allow(clippy::struct_field_names)] // the vendor's names
 struct UsageWire {
     #[serde(default)]
-    prompt_token_count: u64,
+    prompt_token_count: Count,
     #[serde(default)]
-    candidates_token_count: u64,
+    candidates_token_count: Count,
     #[serde(default)]
-    thoughts_token_count: u64,
+    thoughts_token_count: Count,
     #[serde(default)]
-    total_token_count: Option<u64>,
+    total_token_count: Option<Count>,
     #[serde(default)]
-    cached_content_token_count: u64,
+    cached_content_token_count: Count,
 }
 
 impl UsageWire {
     fn usage(&self) -> TokenUsage {
-        let completion = self.candidates_token_count + self.thoughts_token_count;
+        let prompt = self.prompt_token_count.0;
+        let completion = self
+            .candidates_token_count
+            .0
+            .saturating_add(self.thoughts_token_count.0);
         let total = self
             .total_token_count
-            .unwrap_or(self.prompt_token_count + completion);
-        TokenUsage::new(self.prompt_token_count, completion, total)
-            .with_cached(self.cached_content_token_count)
+            .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
+        TokenUsage::new(prompt, completion, total).with_cached(self.cached_content_token_count.0)
     }
 }
 
@@ -453,23 +471,16 @@ pub(crate) struct ContentAccumulator {
 
 impl Accumulator for ContentAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: StreamChunk<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::from(
-                ProviderError::new("gemini", format!("unreadable stream chunk: {e}"))
-                    .with_body(data),
-            )
-        })?;
-        if let Some(error) = chunk.error {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("stream error");
-            return Err(ProviderError::new("gemini", message.to_owned())
-                .with_body(data)
-                .into());
+        let chunk: StreamChunk<'_> =
+            serde_json::from_str(data).map_err(|e| rest::unreadable("Gemini", &e, data))?;
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(rest::vendor_error("Gemini", error, data));
         }
         if let Some(usage) = &chunk.usage {
             self.usage = Some(usage.usage());
+        }
+        if let Some(reason) = blocked(chunk.prompt_feedback.as_ref()) {
+            self.finish = Some(reason);
         }
         let Some(candidate) = chunk.candidates.first() else {
             return Ok(());
@@ -492,7 +503,7 @@ impl Accumulator for ContentAccumulator {
                 }
             }
             if let Some(call) = &part.function_call {
-                let args = call.args.clone().unwrap_or(Value::Object(Map::new()));
+                let args = call.args.clone().unwrap_or(Value::Null);
                 let tool_call = ToolCall::new(call.name.clone(), args);
                 self.calls.push(match &call.id {
                     Some(id) => tool_call.with_id(id.clone()),
@@ -504,6 +515,9 @@ impl Accumulator for ContentAccumulator {
     }
 
     fn finish(&mut self) -> Result<CompletionResponse> {
+        if self.finish.is_none() {
+            return Err(rest::incomplete("Gemini", "a candidate's finishReason"));
+        }
         let mut blocks: Vec<Block> = Vec::new();
         if let Some(signature) = self.signature.take() {
             blocks.push(Thinking::signed("", signature).into());
@@ -516,7 +530,7 @@ impl Accumulator for ContentAccumulator {
         }
         let mut response = CompletionResponse::from_blocks(blocks)
             .with_tool_calls(std::mem::take(&mut self.calls))
-            .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
+            .with_finish_reason(self.finish.unwrap_or(FinishReason::Other));
         if let Some(usage) = self.usage {
             response = response.with_usage(usage);
         }

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Error, ProviderError, Result};
+use futures_util::StreamExt as _;
+use harness_core::{Error, ProviderError, ProviderErrorKind, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
@@ -68,8 +69,17 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// The time a connection may take to open (default 10 s).
     pub connect_timeout: Duration,
-    /// The time a whole request may take, a stream's body included (default 600 s).
+    /// The time a whole non-streamed request may take, its answer read (default 600 s).
     pub timeout: Duration,
+    /// A stream fails when no byte arrives for this long, and so does waiting for a
+    /// stream's headers (default 120 s). A stream that keeps sending is never cut by it.
+    pub idle_timeout: Duration,
+    /// The time a whole stream may take, when set (default one hour); `None` lets a stream
+    /// that keeps sending run for ever.
+    pub stream_timeout: Option<Duration>,
+    /// The most a response may hold: a non-streamed body, or one event of a stream
+    /// (default 64 MiB). Larger ones fail rather than exhaust memory.
+    pub max_response_bytes: usize,
     /// At most this many requests in flight at once; `None` for no cap.
     pub max_concurrency: Option<usize>,
     /// How failures are retried.
@@ -85,6 +95,9 @@ impl HttpConfig {
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(120),
+            stream_timeout: Some(Duration::from_secs(3600)),
+            max_response_bytes: 64 << 20,
             max_concurrency: None,
             retry: RetryPolicy::default(),
         }
@@ -100,6 +113,9 @@ pub(crate) struct Connection {
     pub(crate) max_concurrency: Option<usize>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) idle_timeout: Option<Duration>,
+    #[allow(clippy::option_option)] // not set (the default stands), or set, perhaps to none
+    pub(crate) stream_timeout: Option<Option<Duration>>,
     pub(crate) retry: RetryPolicy,
 }
 
@@ -139,6 +155,12 @@ impl Connection {
         if let Some(t) = self.connect_timeout {
             config.connect_timeout = t;
         }
+        if let Some(t) = self.idle_timeout {
+            config.idle_timeout = t;
+        }
+        if let Some(t) = self.stream_timeout {
+            config.stream_timeout = t;
+        }
         config
     }
 }
@@ -166,9 +188,24 @@ macro_rules! connection_setters {
             self
         }
 
-        /// The overall timeout of a request, a stream's body included (default 600 s).
+        /// The timeout of a whole non-streamed request, its answer read (default 600 s).
+        /// Streams are bounded by [`idle_timeout`](Self::idle_timeout) and
+        /// [`stream_timeout`](Self::stream_timeout) instead.
         pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
             self.connection.timeout = Some(timeout);
+            self
+        }
+
+        /// How long a stream may stay silent (no byte at all), and how long its headers may
+        /// take (default 120 s). A stream that keeps sending is never cut by it.
+        pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.connection.idle_timeout = Some(timeout);
+            self
+        }
+
+        /// How long a whole stream may take (default one hour); `None` for no limit.
+        pub fn stream_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+            self.connection.stream_timeout = Some(timeout);
             self
         }
 
@@ -237,10 +274,11 @@ impl HttpClient {
             }
             headers.insert(name, value);
         }
+        // No client-wide timeout: it would cut long streams. A plain request gets
+        // `config.timeout` of its own; a stream is bounded by its idle and total timeouts.
         let client = crate::tls::client_builder()?
             .default_headers(headers)
             .connect_timeout(config.connect_timeout)
-            .timeout(config.timeout)
             .build()
             .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;
         let semaphore = config.max_concurrency.map(|n| Arc::new(Semaphore::new(n)));
@@ -268,27 +306,68 @@ impl HttpClient {
     /// or a body that is not JSON.
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
         let _permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body).await?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| self.transport_error(path, &e))?;
-        serde_json::from_slice(&bytes).map_err(|e| {
+        let response = self.send_with_retries(path, body, Mode::Json).await?;
+        let bytes = self
+            .read_capped(path, response, self.config.max_response_bytes)
+            .await?;
+        let failure = |kind: ProviderErrorKind, message: String| {
             Error::from(
-                ProviderError::new(
-                    &self.config.provider,
-                    format!("the response to {path} is not JSON: {e}"),
-                )
-                .with_body(&String::from_utf8_lossy(&bytes)),
+                ProviderError::new(&self.config.provider, message)
+                    .with_kind(kind)
+                    .with_body(&String::from_utf8_lossy(&bytes)),
             )
-        })
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(failure(
+                ProviderErrorKind::Incomplete,
+                format!("the response to {path} is empty"),
+            ));
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            failure(
+                ProviderErrorKind::Malformed,
+                format!("the response to {path} is not JSON: {e}"),
+            )
+        })?;
+        // A 200 that carries the vendor's error object (gateways and local servers do).
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(crate::rest::vendor_error(
+                &self.config.provider,
+                error,
+                &String::from_utf8_lossy(&bytes),
+            ));
+        }
+        Ok(value)
+    }
+
+    /// Reads a body, failing once it holds more than `cap` bytes.
+    async fn read_capped(&self, path: &str, response: Response, cap: usize) -> Result<Vec<u8>> {
+        let mut body = response.bytes_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| self.transport_error(path, &e))?;
+            if bytes.len() + chunk.len() > cap {
+                return Err(ProviderError::new(
+                    &self.config.provider,
+                    format!(
+                        "the response to {path} is larger than {cap} bytes; raise \
+                         HttpConfig::max_response_bytes if that is expected"
+                    ),
+                )
+                .with_kind(ProviderErrorKind::Malformed)
+                .with_body(&String::from_utf8_lossy(&bytes))
+                .into());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     /// POSTs `body` and returns the response once its status is a success, for the caller to
     /// read as a stream. Retries happen only here, before the body starts.
     pub(crate) async fn post_stream(&self, path: &str, body: &Value) -> Result<Streaming> {
         let permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body).await?;
+        let response = self.send_with_retries(path, body, Mode::Stream).await?;
         Ok(Streaming { response, permit })
     }
 
@@ -303,7 +382,7 @@ impl HttpClient {
         }
     }
 
-    async fn send_with_retries(&self, path: &str, body: &Value) -> Result<Response> {
+    async fn send_with_retries(&self, path: &str, body: &Value, mode: Mode) -> Result<Response> {
         let url = self.url(path);
         let payload = bytes::Bytes::from(serde_json::to_vec(body).map_err(|e| {
             Error::configuration(format!("cannot serialise the request to {path}: {e}"))
@@ -312,13 +391,43 @@ impl HttpClient {
         let mut attempt = 0;
         loop {
             let last = attempt + 1 >= attempts;
-            let sent = self
+            let request = self
                 .client
                 .post(&url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(payload.clone())
-                .send()
-                .await;
+                .body(payload.clone());
+            let sent = match mode {
+                Mode::Json => Sent::Answer(request.timeout(self.config.timeout).send().await),
+                // A stream's headers must come within the idle timeout, however slowly a
+                // server trickles them.
+                Mode::Stream => {
+                    match tokio::time::timeout(self.config.idle_timeout, request.send()).await {
+                        Ok(answer) => Sent::Answer(answer),
+                        Err(_) => Sent::NoHeaders,
+                    }
+                }
+            };
+            let sent = match sent {
+                Sent::Answer(answer) => answer,
+                Sent::NoHeaders if !last => {
+                    self.wait_before_retry(path, attempt, self.config.retry.backoff(attempt))
+                        .await;
+                    attempt += 1;
+                    continue;
+                }
+                Sent::NoHeaders => {
+                    return Err(ProviderError::new(
+                        &self.config.provider,
+                        format!(
+                            "{url} sent no answer within {} s (the idle timeout); raise it \
+                             with idle_timeout(..) if the server is that slow to start",
+                            self.config.idle_timeout.as_secs_f64()
+                        ),
+                    )
+                    .with_kind(ProviderErrorKind::Timeout)
+                    .into());
+                }
+            };
             let delay = match sent {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) if !last && retryable(response.status()) => retry_after(&response)
@@ -330,22 +439,34 @@ impl HttpClient {
                 Err(e) if !last && is_transient(&e) => self.config.retry.backoff(attempt),
                 Err(e) => return Err(self.transport_error(path, &e)),
             };
-            tracing::debug!(
-                provider = %self.config.provider,
-                path,
-                attempt = attempt + 1,
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                "retrying"
-            );
-            tokio::time::sleep(delay).await;
+            self.wait_before_retry(path, attempt, delay).await;
             attempt += 1;
         }
+    }
+
+    async fn wait_before_retry(&self, path: &str, attempt: u32, delay: Duration) {
+        tracing::debug!(
+            provider = %self.config.provider,
+            path,
+            attempt = attempt + 1,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            "retrying"
+        );
+        tokio::time::sleep(delay).await;
     }
 
     /// A failed status as a provider error keeping the vendor's own words.
     async fn status_error(&self, path: &str, response: Response) -> Error {
         let status = response.status();
-        let text = response.text().await.unwrap_or_default();
+        // Enough to find the vendor's message; a huge error page is not read whole.
+        let text = match self.read_capped(path, response, 64 << 10).await {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => e
+                .provider()
+                .and_then(ProviderError::body)
+                .unwrap_or_default()
+                .to_owned(),
+        };
         let (error_type, message) = vendor_error(&text);
         let message = message.unwrap_or_else(|| {
             format!(
@@ -364,26 +485,52 @@ impl HttpClient {
     }
 
     pub(crate) fn transport_error(&self, path: &str, error: &reqwest::Error) -> Error {
-        let kind = if error.is_timeout() {
-            "timed out"
+        let (what, kind) = if error.is_timeout() {
+            ("timed out", ProviderErrorKind::Timeout)
         } else if error.is_connect() {
-            "could not connect"
+            ("could not connect", ProviderErrorKind::Transport)
         } else {
-            "failed"
+            ("failed", ProviderErrorKind::Transport)
         };
-        let mut detail = error.to_string();
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            detail.push_str(": ");
-            detail.push_str(&cause.to_string());
-            source = cause.source();
-        }
         ProviderError::new(
             &self.config.provider,
-            format!("request to {} {kind}: {detail}", self.url(path)),
+            format!(
+                "request to {} {what}: {}",
+                self.url(path),
+                error_chain(error)
+            ),
         )
+        .with_kind(kind)
         .into()
     }
+}
+
+/// How a request's answer is read, which decides how long it may take.
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    /// Read whole, within `HttpConfig::timeout`.
+    Json,
+    /// Streamed: headers within the idle timeout, the body bounded by the stream reader.
+    Stream,
+}
+
+/// What one attempt to send gave.
+enum Sent {
+    Answer(reqwest::Result<Response>),
+    /// A stream's headers did not come within the idle timeout.
+    NoHeaders,
+}
+
+/// An error and its causes, joined with `: ` (reqwest's own message hides the cause).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut detail = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    detail
 }
 
 fn retryable(status: StatusCode) -> bool {
@@ -416,7 +563,15 @@ fn vendor_error(body: &str) -> (Option<String>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
-    let error = value.get("error").unwrap_or(&value);
+    error_fields(value.get("error").unwrap_or(&value))
+}
+
+/// The type and message of a vendor's error object (`{"type"|"status"|"code", "message"}`),
+/// or the text of an error given as a plain string.
+pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
+    if let Value::String(message) = error {
+        return (None, Some(message.clone()));
+    }
     let text = |key: &str| {
         error.get(key).and_then(|v| match v {
             Value::String(s) => Some(s.clone()),

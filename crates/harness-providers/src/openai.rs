@@ -1,15 +1,15 @@
 //! OpenAI Chat Completions, and every gateway and local server that speaks it.
 
 use harness_core::{
-    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
+    Block, BoxStream, CompletionResponse, Content, FinishReason, Llm, LlmEvent, Message,
     ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::{Connection, HttpClient, connection_setters};
-use crate::rest::{self, Accumulator, StreamRequest, clip, lenient_arguments, required};
-use crate::wire::{Few, Text, push};
+use crate::rest::{self, Accumulator, StreamRequest, clip, required};
+use crate::wire::{Few, Text, count, count_at, push};
 
 /// A model behind the OpenAI Chat Completions API: OpenAI itself, the gateways that share
 /// its format (Groq, Together, DeepSeek, Mistral, xAI, OpenRouter, Fireworks, Cerebras) and
@@ -231,7 +231,8 @@ pub(crate) fn message_to_wire(message: &Message) -> Value {
                         "type": "function",
                         "function": {
                             "name": call.name,
-                            "arguments": Value::Object(call.arguments.clone()).to_string(),
+                            // What the model sent, verbatim when it was not an object.
+                            "arguments": call.arguments_text(),
                         },
                     })
                 })
@@ -297,21 +298,31 @@ fn finish_reason(value: &str) -> FinishReason {
     }
 }
 
-/// Usage from a Chat Completions `usage` object: `None` when absent or empty.
+/// Usage from a Chat Completions `usage` object: `None` when absent or empty. Counts
+/// saturate: no vendor figure can overflow.
 fn usage_from(value: Option<&Value>) -> Option<TokenUsage> {
-    let usage = value?.as_object().filter(|u| !u.is_empty())?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let (prompt, completion) = (count("prompt_tokens"), count("completion_tokens"));
+    let usage = value.filter(|u| u.as_object().is_some_and(|u| !u.is_empty()))?;
+    let (prompt, completion) = (
+        count_at(usage, "prompt_tokens"),
+        count_at(usage, "completion_tokens"),
+    );
     let total = usage
         .get("total_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(prompt + completion);
+        .map_or_else(|| prompt.saturating_add(completion), count);
     let cached = usage
         .get("prompt_tokens_details")
-        .and_then(|d| d.get("cached_tokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+        .map_or(0, |d| count_at(d, "cached_tokens"));
     Some(TokenUsage::new(prompt, completion, total).with_cached(cached))
+}
+
+/// A call whose arguments arrived as text; a turn cut at the output limit marks a call
+/// with no arguments yet as cut off, so it is not run on arguments the model never sent.
+pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason>) -> ToolCall {
+    let mut call = ToolCall::parse(name, text);
+    if finish == Some(FinishReason::Length) && text.trim().is_empty() {
+        call.raw_arguments = Some(String::new());
+    }
+    call
 }
 
 /// Reads a non-streamed Chat Completions answer.
@@ -328,6 +339,11 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
         .into());
     };
     let message = required("OpenAI", choice, "message")?;
+    // A missing finish reason is not a finished answer.
+    let finish = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map_or(FinishReason::Other, finish_reason);
     let mut blocks = Vec::new();
     let reasoning = ["reasoning_content", "reasoning"].iter().find_map(|k| {
         message
@@ -357,20 +373,17 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
         let name = required("OpenAI", function, "name")?
             .as_str()
             .unwrap_or_default();
-        let arguments = function
-            .get("arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("{}");
-        calls.push(ToolCall::new(name, lenient_arguments(arguments)).with_id(id));
+        let call = match function.get("arguments") {
+            Some(Value::String(text)) => call_from_text(name, text, Some(finish)),
+            // Some servers send the object itself; anything else is kept as sent.
+            Some(other) => ToolCall::new(name, other.clone()),
+            None => call_from_text(name, "", Some(finish)),
+        };
+        calls.push(call.with_id(id));
     }
     let mut response = CompletionResponse::from_blocks(blocks)
         .with_tool_calls(calls)
-        .with_finish_reason(
-            choice
-                .get("finish_reason")
-                .and_then(Value::as_str)
-                .map_or(FinishReason::Stop, finish_reason),
-        );
+        .with_finish_reason(finish);
     if let Some(usage) = usage_from(answer.get("usage")) {
         response = response.with_usage(usage);
     }
@@ -385,6 +398,9 @@ struct Chunk<'a> {
     choices: Few<ChunkChoice<'a>>,
     #[serde(default)]
     usage: Option<Value>,
+    /// llama.cpp and gateways report a failure mid-stream as `data: {"error": ...}`.
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -434,7 +450,9 @@ struct CallSlot {
 }
 
 /// Assembles a Chat Completions stream: text and reasoning appended, tool-call fragments
-/// joined by index (in order of first appearance), usage from the final `choices: []` chunk.
+/// joined by index (in order of first appearance; a new id at a taken index starts another
+/// call), usage from the final `choices: []` chunk. The turn is whole once a `finish_reason`
+/// or `data: [DONE]` has come.
 #[derive(Default)]
 pub(crate) struct ChatAccumulator {
     text: String,
@@ -442,16 +460,16 @@ pub(crate) struct ChatAccumulator {
     calls: Vec<CallSlot>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
+    done: bool,
 }
 
 impl Accumulator for ChatAccumulator {
     fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
-            Error::from(
-                ProviderError::new("openai", format!("unreadable stream chunk: {e}"))
-                    .with_body(data),
-            )
-        })?;
+        let chunk: Chunk<'_> =
+            serde_json::from_str(data).map_err(|e| rest::unreadable("OpenAI", &e, data))?;
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(rest::vendor_error("OpenAI", error, data));
+        }
         if let Some(usage) = usage_from(chunk.usage.as_ref()) {
             self.usage = Some(usage);
         }
@@ -466,19 +484,25 @@ impl Accumulator for ChatAccumulator {
         };
         for fragment in delta.tool_calls.iter() {
             let index = fragment.index.unwrap_or(0);
-            let at = match self.calls.iter().position(|c| c.index == index) {
-                Some(at) => at,
-                None => {
-                    self.calls.push(CallSlot {
-                        index,
-                        ..CallSlot::default()
-                    });
-                    self.calls.len() - 1
-                }
-            };
+            let id = fragment.id.as_deref().filter(|id| !id.is_empty());
+            // The latest call at this index, unless this fragment names another call.
+            let at = self
+                .calls
+                .iter()
+                .rposition(|c| c.index == index)
+                .filter(|&at| {
+                    id.is_none_or(|id| self.calls[at].id.is_empty() || self.calls[at].id == id)
+                });
+            let at = at.unwrap_or_else(|| {
+                self.calls.push(CallSlot {
+                    index,
+                    ..CallSlot::default()
+                });
+                self.calls.len() - 1
+            });
             let slot = &mut self.calls[at];
-            if let Some(id) = fragment.id.as_ref().filter(|id| !id.is_empty()) {
-                slot.id = id.to_string();
+            if let Some(id) = id {
+                id.clone_into(&mut slot.id);
             }
             if let Some(function) = &fragment.function {
                 if let Some(name) = function.name.as_ref().filter(|n| !n.is_empty()) {
@@ -504,7 +528,17 @@ impl Accumulator for ChatAccumulator {
         Ok(())
     }
 
+    fn done(&mut self) {
+        self.done = true;
+    }
+
     fn finish(&mut self) -> Result<CompletionResponse> {
+        if self.finish.is_none() && !self.done {
+            return Err(rest::incomplete(
+                "OpenAI",
+                "a finish_reason or data: [DONE]",
+            ));
+        }
         let mut blocks = Vec::new();
         if !self.thinking.is_empty() {
             blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into());
@@ -512,11 +546,16 @@ impl Accumulator for ChatAccumulator {
         if !self.text.is_empty() {
             blocks.push(Block::text(std::mem::take(&mut self.text)));
         }
+        let finish = self.finish;
         let calls = std::mem::take(&mut self.calls)
             .into_iter()
-            .filter(|slot| !slot.name.is_empty())
+            // A slot that got nothing at all is noise; one with an id or arguments but no
+            // name is kept, and fails as an unknown tool rather than vanishing.
+            .filter(|slot| {
+                !(slot.name.is_empty() && slot.id.is_empty() && slot.arguments.is_empty())
+            })
             .map(|slot| {
-                let call = ToolCall::new(slot.name, lenient_arguments(&slot.arguments));
+                let call = call_from_text(&slot.name, &slot.arguments, finish);
                 if slot.id.is_empty() {
                     call
                 } else {
@@ -524,9 +563,10 @@ impl Accumulator for ChatAccumulator {
                 }
             })
             .collect();
+        // `[DONE]` without a finish reason: the server ended the turn without saying why.
         let mut response = CompletionResponse::from_blocks(blocks)
             .with_tool_calls(calls)
-            .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
+            .with_finish_reason(self.finish.unwrap_or(FinishReason::Other));
         if let Some(usage) = self.usage {
             response = response.with_usage(usage);
         }

@@ -55,8 +55,20 @@ impl SseDecoder {
         self.last_id.as_deref()
     }
 
+    /// How many bytes the decoder holds for an event not yet complete: a line not yet
+    /// ended and the data lines so far. A reader caps it so that a body that never ends an
+    /// event cannot grow without bound.
+    pub fn buffered(&self) -> usize {
+        self.pending.len() + self.data.len() + self.event.len()
+    }
+
     /// Feeds a chunk of the body; `on_event` is called for every event it completes.
     pub fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+        if chunk.is_empty() {
+            // Nothing to read, and nothing to decide: a CR just before it still waits to
+            // see whether an LF follows.
+            return;
+        }
         if !self.started {
             // Wait for three bytes to tell a BOM from data.
             let mut head = std::mem::take(&mut self.pending);
@@ -278,6 +290,19 @@ mod tests {
             decode_in(&[b"data: tail"]),
             vec![("message".into(), "tail".into(), None)]
         );
+    }
+
+    #[test]
+    fn empty_chunks_anywhere_change_nothing() {
+        let body = b"\xEF\xBB\xBFdata: a\r\n\r\ndata: b\r\rdata: c\n\n";
+        let whole = decode_in(&[body]);
+        for at in 0..=body.len() {
+            let (head, tail) = body.split_at(at);
+            // An empty chunk at the split (right after a CR when the split falls there),
+            // and empty chunks at both ends.
+            let events = decode_in(&[b"", head, b"", b"", tail, b""]);
+            assert_eq!(events, whole, "empty chunks at byte {at}");
+        }
     }
 
     #[test]

@@ -129,3 +129,61 @@ pub(crate) fn push(target: &mut String, piece: Option<&Str<'_>>) -> bool {
         _ => false,
     }
 }
+
+/// A token count as a vendor sends it, read without ever failing or overflowing: any JSON
+/// number (a huge one saturates at `u64::MAX`, a negative one is 0), or 0 for anything else.
+/// A vendor's odd usage figure must not cost the answer it came with.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Count(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(Self(count(&value)))
+    }
+}
+
+/// A token count from a JSON value, as [`Count`] reads it.
+pub(crate) fn count(value: &serde_json::Value) -> u64 {
+    match value {
+        serde_json::Value::Number(n) => n.as_u64().unwrap_or_else(|| {
+            // Negative integers are none; floats (and integers past u64, which serde_json
+            // reads as floats) saturate, as a float-to-int cast does.
+            n.as_f64()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .map_or(0, saturating_u64)
+        }),
+        _ => 0,
+    }
+}
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // saturating by definition
+fn saturating_u64(f: f64) -> u64 {
+    f as u64
+}
+
+/// A count under `key` of a JSON object, 0 when absent or unreadable.
+pub(crate) fn count_at(object: &serde_json::Value, key: &str) -> u64 {
+    object.get(key).map_or(0, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_saturate_and_never_fail() {
+        assert_eq!(count(&json!(7)), 7);
+        assert_eq!(count(&json!(u64::MAX)), u64::MAX);
+        assert_eq!(count(&json!(-3)), 0);
+        assert_eq!(count(&json!(1e30)), u64::MAX);
+        assert_eq!(count(&json!(2.5)), 2);
+        assert_eq!(count(&json!("12")), 0);
+        assert_eq!(count(&json!(null)), 0);
+        let big: serde_json::Value = serde_json::from_str("184467440737095516160").unwrap();
+        assert_eq!(count(&big), u64::MAX);
+        let wire: Count = serde_json::from_str("-1").unwrap();
+        assert_eq!(wire, Count(0));
+    }
+}

@@ -423,7 +423,7 @@ async fn gemini_streams() {
 
 #[tokio::test]
 async fn gemini_a_usage_only_chunk_is_not_an_error() {
-    let body = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}], \"role\": \"model\"}}]}\r\n\r\ndata: {\"usageMetadata\": {\"promptTokenCount\": 3, \"candidatesTokenCount\": 1, \"totalTokenCount\": 4}}\r\n\r\n";
+    let body = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}], \"role\": \"model\"}, \"finishReason\": \"STOP\"}]}\r\n\r\ndata: {\"usageMetadata\": {\"promptTokenCount\": 3, \"candidatesTokenCount\": 1, \"totalTokenCount\": 4}}\r\n\r\n";
     let (model, _) = gemini(Reply::sse(body)).await;
     let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
