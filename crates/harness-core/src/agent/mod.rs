@@ -10,6 +10,7 @@ mod as_tool;
 mod budget;
 mod context;
 mod events;
+mod fnmatch;
 mod middleware;
 mod output;
 mod permissions;
@@ -515,10 +516,11 @@ impl AgentBuilder {
             }
             specs.push(output.spec.clone());
         }
-        if let Some(permissions) = &self.permissions
-            && !tools.is_empty()
-        {
-            permissions.check_against(&tools.names().collect::<Vec<_>>())?;
+        if let Some(permissions) = &self.permissions {
+            permissions.check()?;
+            if !tools.is_empty() {
+                permissions.check_against(&tools.names().collect::<Vec<_>>())?;
+            }
         }
         let model_name = self.model.as_ref().map_or_else(String::new, Llm::name);
         Ok(Agent {

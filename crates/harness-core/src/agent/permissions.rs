@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use glob::{MatchOptions, Pattern};
 use serde_json::{Map, Value};
 
+use super::fnmatch::Pattern;
 use crate::error::{Error, Result};
 use crate::tool::Tool;
 
@@ -19,9 +19,7 @@ pub enum Decision {
     Deny,
 }
 
-/// Shell-glob matching as Python's `fnmatchcase`: `*` and `?` cross `/`, `[seq]` and `[!seq]`
-/// classes, case-sensitive. A pattern the glob crate cannot parse matches itself literally,
-/// as fnmatch treats an unclosed `[`.
+/// A pattern as written, and compiled with fnmatch's meaning.
 #[derive(Clone)]
 struct Glob {
     source: String,
@@ -30,22 +28,14 @@ struct Glob {
 
 impl Glob {
     fn new(source: &str) -> Self {
-        let pattern = Pattern::new(source)
-            .or_else(|_| Pattern::new(&Pattern::escape(source)))
-            .unwrap_or_default();
         Self {
             source: source.to_owned(),
-            pattern,
+            pattern: Pattern::new(source),
         }
     }
 
     fn matches(&self, text: &str) -> bool {
-        const OPTIONS: MatchOptions = MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: false,
-            require_literal_leading_dot: false,
-        };
-        self.pattern.matches_with(text, OPTIONS)
+        self.pattern.matches(text)
     }
 }
 
@@ -58,6 +48,14 @@ impl Glob {
 /// the argument's text (a string as is, anything else as JSON); a rule that mentions an
 /// argument the call did not send does not match, since an absent argument cannot be vouched
 /// for.
+///
+/// Patterns mean exactly what Python's `fnmatch.fnmatchcase` makes of them: `*` is any run
+/// of characters (`/` included; `**` is two of them), `?` one character, `[seq]` / `[!seq]`
+/// one character in or not in `seq`, with ranges such as `a-z`; matching is case-sensitive
+/// and covers the whole text. A pattern that cannot mean what it says (an unclosed `[`,
+/// which fnmatch reads as a literal `[`; a backwards range such as `z-a`; a class that
+/// matches nothing) is refused when the agent is built, as is an empty tool name:
+/// [`Rule::problems`] names them.
 ///
 /// ```
 /// use harness_core::agent::Rule;
@@ -95,6 +93,36 @@ impl Rule {
     /// The tool name or pattern as written.
     pub fn tool(&self) -> &str {
         &self.tool.source
+    }
+
+    /// What in the rule cannot mean what it says, each naming the pattern: an empty tool
+    /// name, an unclosed `[`, a backwards range, a class that matches nothing. Empty for a
+    /// sound rule; an agent refuses to build with a rule that has any.
+    ///
+    /// ```
+    /// use harness_core::agent::Rule;
+    ///
+    /// assert!(Rule::new("run_command").arg("command", "*rm -rf**").problems().is_empty());
+    /// let problems = Rule::new("run_command").arg("command", "rm [-rf").problems();
+    /// assert!(problems[0].starts_with("argument `command` pattern `rm [-rf`: the `[`"));
+    /// ```
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.tool.source.is_empty() {
+            problems.push("the tool name is empty: a rule must name a tool or a pattern".into());
+        }
+        for problem in self.tool.pattern.problems() {
+            problems.push(format!("tool pattern `{}`: {problem}", self.tool.source));
+        }
+        for (name, glob) in &self.arguments {
+            for problem in glob.pattern.problems() {
+                problems.push(format!(
+                    "argument `{name}` pattern `{}`: {problem}",
+                    glob.source
+                ));
+            }
+        }
+        problems
     }
 
     /// True when the rule's tool is a pattern (`*`, `?` or `[`) rather than one name.
@@ -249,6 +277,37 @@ impl Permissions {
         self.deny.iter().chain(&self.ask)
     }
 
+    /// Refuses a rule that cannot mean what it says (see [`Rule::problems`]): a deny rule
+    /// whose pattern is read literally matches nothing, and so allows what it was written to
+    /// stop. The error names every such rule and what is wrong with it.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] listing the rules and their problems.
+    pub fn check(&self) -> Result<()> {
+        let lists = [
+            ("deny", &self.deny),
+            ("allow", &self.allow),
+            ("ask", &self.ask),
+        ];
+        let mut found = Vec::new();
+        for (list, rules) in lists {
+            for rule in rules {
+                for problem in rule.problems() {
+                    found.push(format!("{list} rule {rule:?}: {problem}"));
+                }
+            }
+        }
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(Error::configuration(format!(
+            "permission rules that cannot mean what they say: {}. Fix the pattern (a literal \
+             `[` is written `[[]`); a rule that matches nothing would silently allow what it \
+             was written to stop",
+            found.join("; ")
+        )))
+    }
+
     /// Refuses gate rules that name (not pattern-match) a tool the agent does not have: a
     /// misspelled deny rule matches nothing and so allows what it was written to stop.
     pub(crate) fn check_against(&self, registered: &[&str]) -> Result<()> {
@@ -289,23 +348,37 @@ mod tests {
     }
 
     #[test]
-    fn globs_follow_fnmatchcase() {
-        let cases = [
-            ("read_*", "read_file", true),
-            ("read_*", "Read_file", false),
-            ("?ead_file", "read_file", true),
-            ("[rw]*", "write_file", true),
-            ("[!rw]*", "write_file", false),
-            ("a*", "a/b/c", true),
-            ("[abc", "[abc", true),
-        ];
-        for (pattern, text, expected) in cases {
-            assert_eq!(
-                Glob::new(pattern).matches(text),
-                expected,
-                "{pattern} ~ {text}"
-            );
-        }
+    fn a_deny_rule_written_with_a_double_star_fires() {
+        // The old matcher could not parse `**` and matched this rule only literally.
+        let policy = Permissions::new().deny(Rule::new("run_command").arg("command", "*rm -rf**"));
+        assert!(policy.check().is_ok());
+        assert_eq!(
+            policy.decide("run_command", &args(json!({"command": "cd / && rm -rf ~"}))),
+            Some(Decision::Deny)
+        );
+    }
+
+    #[test]
+    fn rules_that_cannot_mean_what_they_say_are_refused_with_the_rule_named() {
+        let policy = Permissions::new()
+            .allow("read_*")
+            .deny(Rule::new("run_command").arg("command", "rm [-rf"))
+            .ask("[z-a]*")
+            .deny("");
+        let err = policy.check().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "permission rules that cannot mean what they say: deny rule Rule { tool: \
+             \"run_command\", arguments: [(\"command\", \"rm [-rf\")] }: argument `command` \
+             pattern `rm [-rf`: the `[` at character 4 opens a class that never closes, so it \
+             would match only a literal `[` (write `[[]` for that); deny rule Rule { tool: \
+             \"\" }: the tool name is empty: a rule must name a tool or a pattern; ask rule \
+             Rule { tool: \"[z-a]*\" }: tool pattern `[z-a]*`: the range `z-a` in `[z-a]` \
+             runs backwards, so it matches nothing; ask rule Rule { tool: \"[z-a]*\" }: tool \
+             pattern `[z-a]*`: the class `[z-a]` matches no character. Fix the pattern (a \
+             literal `[` is written `[[]`); a rule that matches nothing would silently allow \
+             what it was written to stop"
+        );
     }
 
     #[test]
