@@ -28,12 +28,11 @@ fn cases(target: &str, mut case: impl FnMut(&mut fastrand::Rng)) {
     for n in 0..count {
         let seed = base.wrapping_add(n);
         let mut rng = fastrand::Rng::with_seed(seed);
-        if catch_unwind(AssertUnwindSafe(|| case(&mut rng))).is_err() {
-            panic!(
-                "{target}: case {n} failed; replay it with DEEPHARNESS_FUZZ_SEED={seed} \
-                 DEEPHARNESS_FUZZ_CASES=1"
-            );
-        }
+        assert!(
+            catch_unwind(AssertUnwindSafe(|| case(&mut rng))).is_ok(),
+            "{target}: case {n} failed; replay it with DEEPHARNESS_FUZZ_SEED={seed} \
+             DEEPHARNESS_FUZZ_CASES=1"
+        );
     }
 }
 
