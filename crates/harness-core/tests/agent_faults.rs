@@ -273,3 +273,92 @@ impl harness_core::Tool for CountTool {
         Ok(format!("counted {n}"))
     }
 }
+
+/// A tool whose result holds an image beside its text.
+struct Screenshot;
+
+#[harness_core::async_trait]
+impl harness_core::Tool for Screenshot {
+    fn spec(&self) -> &harness_core::ToolSpec {
+        static SPEC: std::sync::OnceLock<harness_core::ToolSpec> = std::sync::OnceLock::new();
+        SPEC.get_or_init(|| {
+            harness_core::ToolSpec::new(
+                "screenshot",
+                "Take a screenshot.",
+                json!({"type": "object", "properties": {}}),
+            )
+        })
+    }
+
+    async fn call(
+        &self,
+        _arguments: serde_json::Value,
+        _ctx: harness_core::Ctx,
+    ) -> harness_core::Result<String> {
+        Ok("a screenshot".to_owned())
+    }
+
+    async fn call_content(
+        &self,
+        _arguments: serde_json::Value,
+        _ctx: harness_core::Ctx,
+    ) -> harness_core::Result<harness_core::Content> {
+        Ok(harness_core::Content::Blocks(vec![
+            harness_core::Block::text("a screenshot"),
+            harness_core::Image::from_base64("aGk=", "image/png").into(),
+        ]))
+    }
+}
+
+/// Images a tool returns reach the model: the tool message keeps them beside the text
+/// (what each provider then sends its own way), while events and middleware see the text.
+#[tokio::test]
+async fn a_tools_image_is_kept_in_its_result_for_the_model() {
+    let model = ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![
+            ToolCall::new("screenshot", json!({})).with_id("s1"),
+        ]),
+        CompletionResponse::text("I see it"),
+    ]);
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Screenshot)
+        .build()
+        .unwrap();
+    let events: Vec<AgentEvent> = agent
+        .stream_events("look")
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    let finished = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolFinished { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(finished, "a screenshot");
+    let Some(AgentEvent::Finished(state)) = events.last() else {
+        panic!("no Finished");
+    };
+    let result = state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    let blocks = result.content.blocks();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0], harness_core::Block::text("a screenshot"));
+    assert!(
+        matches!(&blocks[1], harness_core::Block::Image(image) if image.data() == Some("aGk="))
+    );
+    // The toolbox's text call still gives the text alone.
+    let toolbox = harness_core::Toolbox::builder()
+        .tool(Screenshot)
+        .build()
+        .unwrap();
+    assert_eq!(
+        toolbox.call("screenshot", json!({})).await.unwrap(),
+        "a screenshot"
+    );
+}

@@ -236,7 +236,8 @@ fn messages_to_wire(messages: &[Message]) -> (Option<String>, Vec<Value>) {
             Role::Tool => open_results.get_or_insert_with(Vec::new).push(json!({
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id.as_deref().unwrap_or(""),
-                "content": message.content.text(),
+                // Text alone as a string; with images or documents, as content blocks.
+                "content": content_to_wire(&message.content),
             })),
             Role::Assistant if !message.tool_calls.is_empty() => {
                 flush(&mut wire, &mut open_results);

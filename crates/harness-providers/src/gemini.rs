@@ -196,9 +196,13 @@ fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)
                 if let Some(id) = &message.tool_call_id {
                     response["id"] = Value::from(id.as_str());
                 }
-                responses
-                    .get_or_insert_with(Vec::new)
-                    .push(json!({"functionResponse": response}));
+                let parts = responses.get_or_insert_with(Vec::new);
+                parts.push(json!({"functionResponse": response}));
+                // Images and documents the tool returned travel as inline parts beside it.
+                if let Content::Blocks(blocks) = &message.content {
+                    let media = blocks.iter().filter(|b| !matches!(b, Block::Text(_)));
+                    parts.extend(parts_of(&Content::Blocks(media.cloned().collect()))?);
+                }
             }
             Role::Assistant => {
                 flush(&mut contents, &mut responses);

@@ -88,10 +88,7 @@ impl OpenAi {
     pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), Value::from(self.model.as_str()));
-        body.insert(
-            "messages".into(),
-            Value::Array(messages.iter().map(message_to_wire).collect()),
-        );
+        body.insert("messages".into(), Value::Array(messages_to_wire(messages)));
         if !tools.is_empty() {
             body.insert("tools".into(), tools.iter().map(tool_to_wire).collect());
         }
@@ -217,8 +214,37 @@ fn tool_to_wire(tool: &ToolSpec) -> Value {
     })
 }
 
+/// The transcript in Chat Completions form. A tool message carries text only there, so the
+/// images and documents of a run of tool results follow it in one user message, after the
+/// last result (a message between the results would break the tool-call pairing).
+fn messages_to_wire(messages: &[Message]) -> Vec<Value> {
+    let mut wire = Vec::with_capacity(messages.len());
+    let mut media: Vec<Value> = Vec::new();
+    for message in messages {
+        if message.role != Role::Tool && !media.is_empty() {
+            wire.push(tool_media_message(std::mem::take(&mut media)));
+        }
+        if message.role == Role::Tool
+            && let Value::Array(parts) = content_to_wire(&message.content)
+        {
+            let name = message.name.as_deref().unwrap_or("a tool");
+            media.push(json!({"type": "text", "text": format!("The result of {name} includes:")}));
+            media.extend(parts.into_iter().filter(|p| p["type"] != "text"));
+        }
+        wire.push(message_to_wire(message));
+    }
+    if !media.is_empty() {
+        wire.push(tool_media_message(media));
+    }
+    wire
+}
+
+fn tool_media_message(parts: Vec<Value>) -> Value {
+    json!({"role": "user", "content": parts})
+}
+
 /// One transcript message in Chat Completions form.
-pub(crate) fn message_to_wire(message: &Message) -> Value {
+fn message_to_wire(message: &Message) -> Value {
     match message.role {
         Role::Assistant if !message.tool_calls.is_empty() => {
             let text = message.content.text();

@@ -111,13 +111,25 @@ fn reasoning_content_and_reasoning_become_thinking() {
 }
 
 #[test]
-fn unparseable_tool_arguments_become_no_arguments() {
+fn unparseable_tool_arguments_are_kept_as_sent_and_never_invented() {
     let answer = json!({"choices": [{"message": {"tool_calls": [
         {"id": "1", "function": {"name": "f", "arguments": "{not json"}},
-        {"id": "2", "function": {"name": "g", "arguments": ""}}
-    ]}}]});
+        {"id": "2", "function": {"name": "g", "arguments": ""}},
+        {"id": "3", "function": {"name": "h", "arguments": "[1]"}}
+    ]}, "finish_reason": "tool_calls"}]});
     let response = harness_providers::parse::openai(&answer).unwrap();
-    assert!(response.tool_calls().iter().all(|c| c.arguments.is_empty()));
+    let calls = response.tool_calls();
+    assert!(calls.iter().all(|c| c.arguments.is_empty()));
+    // Text that is not an object is kept verbatim (the agent will not run the call); no
+    // text at all is a call without arguments.
+    let raw: Vec<Option<&str>> = calls.iter().map(|c| c.raw_arguments.as_deref()).collect();
+    assert_eq!(raw, [Some("{not json"), None, Some("[1]")]);
+    // Cut at the output limit, a call with no arguments yet is cut off, not empty.
+    let cut = json!({"choices": [{"message": {"tool_calls": [
+        {"id": "1", "function": {"name": "g", "arguments": ""}}
+    ]}, "finish_reason": "length"}]});
+    let response = harness_providers::parse::openai(&cut).unwrap();
+    assert_eq!(response.tool_calls()[0].raw_arguments.as_deref(), Some(""));
     let err = harness_providers::parse::openai(&json!({"choices": []})).unwrap_err();
     assert!(
         err.to_string().contains("OpenAI response has no choices"),
@@ -167,4 +179,80 @@ fn events_of(body: &[u8], chunk: usize) -> Vec<(String, String)> {
     }
     decoder.finish(|e| out.push((e.event.to_owned(), e.data.to_owned())));
     out
+}
+
+/// A turn with two tool results, the first holding an image beside its text.
+fn tool_results_with_an_image() -> Vec<Message> {
+    let call = |id: &str| harness_core::ToolCall::new("shot", json!({})).with_id(id);
+    vec![
+        Message::user("Look."),
+        Message::assistant("").with_tool_calls(vec![call("c1"), call("c2")]),
+        Message::tool(
+            harness_core::Content::Blocks(vec![
+                Block::text("a screenshot"),
+                Image::from_base64("aGk=", "image/png").into(),
+            ]),
+            "shot",
+        )
+        .with_call_id("c1"),
+        Message::tool("no change", "shot").with_call_id("c2"),
+    ]
+}
+
+#[test]
+fn openai_sends_a_tool_results_images_in_a_user_message_after_the_results() {
+    let model = OpenAi::builder("m").api_key("k").build().unwrap();
+    let body = model.request_body(&tool_results_with_an_image(), &[], false);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 5);
+    assert_eq!(
+        messages[2],
+        json!({"role": "tool", "tool_call_id": "c1", "content": "a screenshot"})
+    );
+    assert_eq!(
+        messages[3],
+        json!({"role": "tool", "tool_call_id": "c2", "content": "no change"})
+    );
+    assert_eq!(
+        messages[4],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "The result of shot includes:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}}
+        ]})
+    );
+}
+
+#[test]
+fn anthropic_sends_a_tool_results_image_as_a_content_block() {
+    let model = Anthropic::builder("m").api_key("k").build().unwrap();
+    let body = model.request_body(&tool_results_with_an_image(), &[], false);
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": [
+                {"type": "text", "text": "a screenshot"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGk="}}
+            ]},
+            {"type": "tool_result", "tool_use_id": "c2", "content": "no change"}
+        ]})
+    );
+}
+
+#[test]
+fn gemini_sends_a_tool_results_image_as_an_inline_part_beside_its_response() {
+    let model = harness_providers::Gemini::builder("m")
+        .api_key("k")
+        .build()
+        .unwrap();
+    let body = model
+        .request_body(&tool_results_with_an_image(), &[])
+        .unwrap();
+    assert_eq!(
+        body["contents"][2],
+        json!({"role": "user", "parts": [
+            {"functionResponse": {"name": "shot", "response": {"result": "a screenshot"}, "id": "c1"}},
+            {"inline_data": {"mime_type": "image/png", "data": "aGk="}},
+            {"functionResponse": {"name": "shot", "response": {"result": "no change"}, "id": "c2"}}
+        ]})
+    );
 }

@@ -15,6 +15,7 @@ use super::{
     RunInput, StopReason, TokenBudgetExceeded, ToolMode,
 };
 use crate::agent::output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+use crate::content::Block;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
@@ -27,8 +28,9 @@ type Transcript = Arc<Vec<Message>>;
 
 /// What became of one dispatched call.
 enum Outcome {
-    /// Its result text, after middleware and truncation.
-    Finished(String),
+    /// Its result, after middleware and truncation: the text, and any images or documents
+    /// the tool returned beside it.
+    Finished(Content),
     /// The tool asked a human a question; the answer becomes its result.
     Question(String),
 }
@@ -280,7 +282,7 @@ impl AgentInner {
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Option<Vec<PendingHumanInput>> {
-        let mut results: Vec<Option<String>> = vec![None; calls.len()];
+        let mut results: Vec<Option<Content>> = vec![None; calls.len()];
         let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
         let mut asks: Vec<(usize, ToolCall)> = Vec::new();
         let originals: Vec<(String, Option<String>)> = calls
@@ -290,21 +292,21 @@ impl AgentInner {
         for (i, call) in calls.into_iter().enumerate() {
             if let Some(problem) = unreadable_arguments(&call, finish_reason) {
                 // Nothing the model did not send is run: no middleware, no policy, no tool.
-                results[i] = Some(problem);
+                results[i] = Some(problem.into());
                 continue;
             }
             let call = match &self.middleware {
                 Some(middleware) => match middleware.before_tool(call) {
                     Some(call) => call,
                     None => {
-                        results[i] = Some(REFUSED_BY_MIDDLEWARE.to_owned());
+                        results[i] = Some(REFUSED_BY_MIDDLEWARE.into());
                         continue;
                     }
                 },
                 None => call,
             };
             match self.decide(&call) {
-                Decision::Deny => results[i] = Some(DENIED_BY_POLICY.to_owned()),
+                Decision::Deny => results[i] = Some(DENIED_BY_POLICY.into()),
                 Decision::Allow => runs.push((i, call, Gate::Open)),
                 Decision::Ask if self.tools.can_ask() => runs.push((i, call, Gate::Ask)),
                 Decision::Ask => asks.push((i, call)),
@@ -315,7 +317,7 @@ impl AgentInner {
             // Nothing in a turn runs until the human rules; the calls that would have run
             // are recorded as not run, so the transcript stays one vendors accept.
             for (i, _, _) in &runs {
-                results[*i] = Some(NOT_RUN_PAUSED.to_owned());
+                results[*i] = Some(NOT_RUN_PAUSED.into());
             }
             record_in_order(transcript, &originals, results);
             return Some(asks.into_iter().map(|(_, call)| approval(call)).collect());
@@ -325,7 +327,7 @@ impl AgentInner {
         let mut questions = Vec::new();
         for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
             match outcome {
-                Outcome::Finished(text) => results[i] = Some(text),
+                Outcome::Finished(content) => results[i] = Some(content),
                 Outcome::Question(question) => questions.push(PendingHumanInput {
                     call_id: call.id,
                     name: call.name,
@@ -376,7 +378,7 @@ impl AgentInner {
                 events.deliver().await;
                 let raw = join_all(runs.iter().map(|(_, call, gate)| {
                     self.tools
-                        .call_with(&call.name, call.arguments_value(), &ctx, *gate)
+                        .call_content_with(&call.name, call.arguments_value(), &ctx, *gate)
                 }))
                 .await;
                 runs.iter()
@@ -391,7 +393,7 @@ impl AgentInner {
                     events.deliver().await;
                     let result = self
                         .tools
-                        .call_with(&call.name, call.arguments_value(), &ctx, *gate)
+                        .call_content_with(&call.name, call.arguments_value(), &ctx, *gate)
                         .await;
                     outcomes.push(self.conclude(call, result, events));
                 }
@@ -402,14 +404,27 @@ impl AgentInner {
 
     /// A call's raw result as the model will read it: a question stays a question;
     /// anything else passes the middleware, is rendered, cut to the context policy and
-    /// reported.
-    fn conclude(&self, call: &ToolCall, result: Result<String>, events: &Events<'_>) -> Outcome {
+    /// reported. Middleware and the policy work on the text; images and documents the tool
+    /// returned beside it are kept as they are.
+    fn conclude(&self, call: &ToolCall, result: Result<Content>, events: &Events<'_>) -> Outcome {
         if let Err(Error::HumanInputRequired { question }) = result {
             return Outcome::Question(question);
         }
+        let (text, media) = match result {
+            Ok(content) => {
+                let media: Vec<Block> = content
+                    .blocks()
+                    .iter()
+                    .filter(|b| matches!(b, Block::Image(_) | Block::Document(_)))
+                    .cloned()
+                    .collect();
+                (Ok(content.text().into_owned()), media)
+            }
+            Err(error) => (Err(error), Vec::new()),
+        };
         let result = match &self.middleware {
-            Some(middleware) => middleware.after_tool(call, result),
-            None => result,
+            Some(middleware) => middleware.after_tool(call, text),
+            None => text,
         };
         let (text, failed) = match result {
             Ok(text) => (text, false),
@@ -422,7 +437,12 @@ impl AgentInner {
             failed,
             call_id: call.id.clone(),
         });
-        Outcome::Finished(text)
+        if media.is_empty() {
+            return Outcome::Finished(Content::Text(text));
+        }
+        let mut blocks = vec![Block::text(text)];
+        blocks.extend(media);
+        Outcome::Finished(Content::Blocks(blocks))
     }
 
     /// Settles a resumed pause before any model call: rejected calls are told so, approved
@@ -450,7 +470,7 @@ impl AgentInner {
                 self.name, undecided.name
             )));
         }
-        let mut results: Vec<(ToolCall, Option<String>)> = Vec::new();
+        let mut results: Vec<(ToolCall, Option<Content>)> = Vec::new();
         let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
         for (i, pending) in approvals.into_iter().enumerate() {
             let mut call = ToolCall::new(
@@ -462,14 +482,14 @@ impl AgentInner {
                 runs.push((i, call.clone(), Gate::Open));
                 results.push((call, None));
             } else {
-                results.push((call, Some(DENIED_BY_USER.to_owned())));
+                results.push((call, Some(DENIED_BY_USER.into())));
             }
         }
         let outcomes = self.dispatch(&runs, transcript, ctx, mode, events).await;
         let mut questions = Vec::new();
         for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
             match outcome {
-                Outcome::Finished(text) => results[i].1 = Some(text),
+                Outcome::Finished(content) => results[i].1 = Some(content),
                 Outcome::Question(question) => questions.push(PendingHumanInput {
                     call_id: call.id,
                     name: call.name,
@@ -538,8 +558,8 @@ fn approval(call: ToolCall) -> PendingHumanInput {
     }
 }
 
-fn tool_message(call: &ToolCall, text: String) -> Message {
-    let message = Message::tool(text, call.name.clone());
+fn tool_message(call: &ToolCall, content: impl Into<Content>) -> Message {
+    let message = Message::tool(content, call.name.clone());
     match &call.id {
         Some(id) => message.with_call_id(id.clone()),
         None => message,
@@ -550,7 +570,7 @@ fn tool_message(call: &ToolCall, text: String) -> Message {
 fn record_in_order(
     transcript: &mut Transcript,
     calls: &[(String, Option<String>)],
-    results: Vec<Option<String>>,
+    results: Vec<Option<Content>>,
 ) {
     let transcript = Arc::make_mut(transcript);
     for ((name, id), text) in calls.iter().zip(results) {

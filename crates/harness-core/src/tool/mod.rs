@@ -21,6 +21,7 @@ pub(crate) use toolbox::panicked;
 pub use toolbox::{Gate, Toolbox, ToolboxBuilder};
 
 use crate::error::Result;
+use crate::message::Content;
 
 /// What a model is told about a tool, plus whether a human must approve each call.
 ///
@@ -107,6 +108,16 @@ pub trait Tool: Any + Send + Sync {
     /// result too (see [`Error::tool_result_text`](crate::Error::tool_result_text)), except
     /// [`Error::HumanInputRequired`](crate::Error::HumanInputRequired), which pauses the run.
     async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String>;
+
+    /// Runs the tool for a model that can read more than text: what it returns may hold
+    /// images or documents beside the text (an MCP server's screenshot, say). The agent
+    /// loop calls this one; the default is [`call`](Tool::call)'s text.
+    ///
+    /// Implement it when a tool produces media; keep [`call`](Tool::call) returning the
+    /// text part, for callers that read text only.
+    async fn call_content(&self, arguments: Value, ctx: Ctx) -> Result<Content> {
+        self.call(arguments, ctx).await.map(Content::Text)
+    }
 }
 
 /// Whether two tools are the same tool: the same type with the same spec.

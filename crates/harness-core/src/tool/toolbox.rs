@@ -13,6 +13,7 @@ use tracing::Instrument as _;
 
 use super::{Ctx, Tool, ToolSpec, same_tool};
 use crate::error::{Error, Result};
+use crate::message::Content;
 
 type SyncApprover = dyn Fn(&str, &Value) -> bool + Send + Sync;
 type AsyncApprover =
@@ -210,7 +211,8 @@ impl Toolbox {
             .await
     }
 
-    /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`.
+    /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`; the text of
+    /// what it returns.
     ///
     /// A gated call is put to the approval callback first, when there is one. A tool that
     /// panics is reported as [`Error::ToolFailed`] instead of taking the caller down.
@@ -224,6 +226,23 @@ impl Toolbox {
         ctx: &Ctx,
         gate: Gate,
     ) -> Result<String> {
+        self.call_content_with(name, arguments, ctx, gate)
+            .await
+            .map(|content| content.text().into_owned())
+    }
+
+    /// As [`Toolbox::call_with`], keeping the images and documents the tool returned beside
+    /// its text ([`Tool::call_content`]): what the agent loop records.
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_content_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: &Ctx,
+        gate: Gate,
+    ) -> Result<Content> {
         let at = self.position(name)?;
         let (tool, spec) = (&self.tools[at], &self.specs[at]);
         let gated = match gate {
@@ -244,7 +263,7 @@ impl Toolbox {
             "gen_ai.operation.name" = "execute_tool",
             "gen_ai.tool.name" = name,
         );
-        AssertUnwindSafe(tool.call(arguments, ctx.clone()))
+        AssertUnwindSafe(tool.call_content(arguments, ctx.clone()))
             .catch_unwind()
             .instrument(span)
             .await
