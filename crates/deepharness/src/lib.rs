@@ -156,7 +156,9 @@ pub mod errors {
     pub use crate::error::Error;
     pub use harness_core::Error as CoreError;
     pub use harness_core::agent::TokenBudgetExceeded;
-    pub use harness_core::{PROVIDER_BODY_EXCERPT_CHARS, ProviderError};
+    pub use harness_core::{
+        PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, RunFailure,
+    };
     #[cfg(feature = "graph")]
     pub use harness_graph::GraphError;
     #[cfg(feature = "tools")]

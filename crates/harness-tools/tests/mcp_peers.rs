@@ -1,4 +1,4 @@
-//! The MCP client against real servers from npm (../shared/PEERS.md): server-filesystem and
+//! The MCP client against real servers from npm: server-filesystem and
 //! server-everything over stdio, server-everything over streamable HTTP on 127.0.0.1. The
 //! servers are installed into `target/peers/mcp` when absent.
 
