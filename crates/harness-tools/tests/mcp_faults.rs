@@ -63,8 +63,10 @@ fn fake_with(mode: &str, env: &[(&str, &str)]) -> McpServer {
 
 #[derive(Default)]
 struct FakeState {
-    /// Answers to the server's own requests, by their id.
+    /// Answers to the server's own requests, by their id, with how many `tools/call`
+    /// requests had arrived before each.
     answers: HashMap<String, Value>,
+    calls: usize,
     /// Request ids the client cancelled.
     cancelled: Vec<Value>,
     list_requests: usize,
@@ -136,11 +138,12 @@ impl FakeServer {
         let Some(method) = message.get("method").and_then(Value::as_str) else {
             // An answer to one of our requests.
             if let Some(id) = id.as_str() {
-                self.state
-                    .lock()
-                    .unwrap()
-                    .answers
-                    .insert(id.to_owned(), message.clone());
+                let mut state = self.state.lock().unwrap();
+                let calls_before = state.calls;
+                state.answers.insert(
+                    id.to_owned(),
+                    json!({"message": message, "calls_before": calls_before}),
+                );
             }
             return;
         };
@@ -149,24 +152,27 @@ impl FakeServer {
             "initialize" => {
                 self.state.lock().unwrap().initialize = message["params"].clone();
                 self.reply(
-                &id,
-                json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "fake", "version": "1"},
-                }),
-            );
+                    &id,
+                    json!({
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"},
+                    }),
+                );
             }
             "notifications/cancelled" => {
                 let cancelled = message["params"]["requestId"].clone();
                 self.state.lock().unwrap().cancelled.push(cancelled);
             }
             "tools/list" => self.list(&id, &message["params"]),
-            "tools/call" => self.call(
-                &id,
-                message["params"]["name"].as_str().unwrap_or_default(),
-                &message["params"]["arguments"],
-            ),
+            "tools/call" => {
+                self.state.lock().unwrap().calls += 1;
+                self.call(
+                    &id,
+                    message["params"]["name"].as_str().unwrap_or_default(),
+                    &message["params"]["arguments"],
+                );
+            }
             _ => {}
         }
     }
@@ -268,8 +274,13 @@ impl FakeServer {
                 json!({"content": [{"type": "text", "text": "disk full"}], "isError": true}),
             ),
             "spawn" => {
+                // Its stdio is not ours: a child that outlives a failing test must not
+                // hold the runner's pipes open.
                 let child = std::process::Command::new("sleep")
                     .arg("1000")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
                     .spawn()
                     .unwrap();
                 self.text(id, &format!("{} {}", std::process::id(), child.id()));
@@ -380,8 +391,8 @@ fn assert_timeout(err: &McpError, method: &str, started: Instant, limit: Duratio
 #[tokio::test]
 async fn a_silent_server_times_out_in_the_handshake_and_is_killed() {
     let pidfile = temp_file("silent-pid");
-    let server = fake_with("silent", &[("FAKE_MCP_PIDFILE", pidfile.to_str().unwrap())])
-        .timeout(SHORT);
+    let server =
+        fake_with("silent", &[("FAKE_MCP_PIDFILE", pidfile.to_str().unwrap())]).timeout(SHORT);
     let started = Instant::now();
     let err = server.connect().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
@@ -442,7 +453,13 @@ async fn answers_with_the_wrong_ids_time_out() {
     let err = server.call("wrong_id", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     // The connection still works afterwards.
-    assert!(server.call("echo", json!({})).await.unwrap().contains("echo"));
+    assert!(
+        server
+            .call("echo", json!({}))
+            .await
+            .unwrap()
+            .contains("echo")
+    );
     server.close().await.unwrap();
 }
 
@@ -513,7 +530,10 @@ async fn two_calls_to_one_server_are_in_flight_at_once() {
         server.call("sleep", json!({"ms": 1000}))
     );
     let elapsed = started.elapsed();
-    assert_eq!((a.unwrap(), b.unwrap()), ("slept".to_owned(), "slept".to_owned()));
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        ("slept".to_owned(), "slept".to_owned())
+    );
     assert!(elapsed < Duration::from_millis(1700), "took {elapsed:?}");
     server.close().await.unwrap();
 }
@@ -527,8 +547,16 @@ async fn server_requests_between_calls_are_answered() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen = report(&server).await;
     let answers = &seen["answers"];
-    assert_eq!(answers["srv-ping"]["result"], json!({}), "{seen}");
-    let roots = &answers["srv-roots"]["result"]["roots"];
+    assert_eq!(
+        answers["srv-ping"]["message"]["result"],
+        json!({}),
+        "{seen}"
+    );
+    // Answered before the next call reached the server: a client that reads only while
+    // it waits for a reply of its own would have answered during `report`.
+    assert_eq!(answers["srv-ping"]["calls_before"], json!(1), "{seen}");
+    assert_eq!(answers["srv-roots"]["calls_before"], json!(1), "{seen}");
+    let roots = &answers["srv-roots"]["message"]["result"]["roots"];
     assert_eq!(
         roots[0]["uri"],
         json!(format!("file://{}", root.display()).replace(' ', "%20")),
@@ -651,7 +679,9 @@ async fn non_text_results_reach_the_model() {
     assert_eq!(images.len(), 1);
     assert_eq!(images[0].media_type(), Some("image/png"));
     assert_eq!(images[0].data(), Some("aGVsbG8="));
-    assert!(matches!(&result.content[3], McpContent::Resource { text: Some(t), .. } if t == "the notes"));
+    assert!(
+        matches!(&result.content[3], McpContent::Resource { text: Some(t), .. } if t == "the notes")
+    );
 
     // isError stays an error, with the server's text.
     let err = server.call("fail", json!({})).await.unwrap_err();
@@ -673,7 +703,13 @@ async fn tool_names_a_vendor_would_refuse_are_mapped_and_called_by_their_own_nam
     assert_ne!(long_one.model_name, long_two.model_name);
 
     let tools = server.tools().await.unwrap();
-    let find = |name: &str| tools.iter().find(|t| t.spec().name == name).unwrap().clone();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+            .clone()
+    };
     let read = find("files_read");
     assert!(!read.spec().requires_approval);
     let text = read.call(json!({"path": "a"}), Ctx::new()).await.unwrap();
@@ -703,8 +739,14 @@ async fn names_that_collide_once_mapped_are_refused() {
     let err = server.tools().await.err().unwrap();
     assert!(err.is_configuration(), "{err:?}");
     let message = err.message();
-    assert!(message.contains("fake_mcp_server"), "names the server: {message}");
-    assert!(message.contains("\"a.b\"") && message.contains("\"a/b\""), "{message}");
+    assert!(
+        message.contains("fake_mcp_server"),
+        "names the server: {message}"
+    );
+    assert!(
+        message.contains("\"a.b\"") && message.contains("\"a/b\""),
+        "{message}"
+    );
     assert!(message.contains("\"a_b\""), "{message}");
     // The listing itself is still there, for calling them by their own names.
     assert_eq!(server.list_tools().await.unwrap().len(), 3);
@@ -794,8 +836,12 @@ async fn handle_http(mut socket: TcpStream, mode: &'static str) {
         ("POST", Some("initialize")) => {
             let result = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                                 "serverInfo": {"name": "fake-http", "version": "1"}});
-            respond(&mut socket, "200 OK", &json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                .await;
+            respond(
+                &mut socket,
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            )
+            .await;
         }
         ("POST", Some("tools/call")) if mode == "comments" => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
@@ -821,8 +867,12 @@ async fn handle_http(mut socket: TcpStream, mode: &'static str) {
         ("POST", _) if id.is_null() => respond(&mut socket, "202 Accepted", &Value::Null).await,
         ("POST", _) => {
             let error = json!({"code": -32601, "message": "no such method"});
-            respond(&mut socket, "200 OK", &json!({"jsonrpc": "2.0", "id": id, "error": error}))
-                .await;
+            respond(
+                &mut socket,
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            )
+            .await;
         }
         ("DELETE", _) => respond(&mut socket, "200 OK", &Value::Null).await,
         _ => respond(&mut socket, "405 Method Not Allowed", &Value::Null).await,
@@ -864,12 +914,15 @@ async fn a_silent_http_server_times_out_in_the_handshake() {
 
 #[test]
 fn headers_the_client_sets_itself_are_refused() {
-    let err = McpServer::http("http://127.0.0.1:1/mcp", &[("Accept".into(), "x".into())])
-        .unwrap_err();
+    let err =
+        McpServer::http("http://127.0.0.1:1/mcp", &[("Accept".into(), "x".into())]).unwrap_err();
     assert!(err.is_configuration());
     assert!(err.message().contains("accept"), "{err}");
-    let err = McpServer::http("http://127.0.0.1:1/mcp", &[("bad header".into(), "x".into())])
-        .unwrap_err();
+    let err = McpServer::http(
+        "http://127.0.0.1:1/mcp",
+        &[("bad header".into(), "x".into())],
+    )
+    .unwrap_err();
     assert!(err.is_configuration());
 }
 
@@ -893,12 +946,16 @@ impl Transport for InMemory {
         match method {
             "initialize" => Ok(json!({"protocolVersion": "2025-03-26", "capabilities": {},
                                       "serverInfo": {"name": "in-memory", "version": "1"}})),
-            "tools/list" => Ok(json!({"tools": [{"name": "hang", "inputSchema": {"type": "object"}},
-                                                {"name": "up", "inputSchema": {"type": "object"}}]})),
+            "tools/list" => Ok(
+                json!({"tools": [{"name": "hang", "inputSchema": {"type": "object"}},
+                                                {"name": "up", "inputSchema": {"type": "object"}}]}),
+            ),
             "tools/call" => match params["name"].as_str() {
                 Some("hang") => std::future::pending().await,
                 Some("down") => Err(McpError::with_kind(McpErrorKind::Transport, "link down")),
-                _ => Ok(json!({"content": [{"type": "text", "text": params["arguments"]["word"]}]})),
+                _ => {
+                    Ok(json!({"content": [{"type": "text", "text": params["arguments"]["word"]}]}))
+                }
             },
             other => Err(McpError::with_kind(
                 McpErrorKind::Refused,
@@ -908,7 +965,11 @@ impl Transport for InMemory {
     }
 
     async fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
-        self.0.lock().unwrap().notified.push((method.to_owned(), params));
+        self.0
+            .lock()
+            .unwrap()
+            .notified
+            .push((method.to_owned(), params));
         Ok(())
     }
 
@@ -922,10 +983,22 @@ impl Transport for InMemory {
 async fn a_transport_of_ones_own_gets_timeouts_and_keeps_its_error_kinds() {
     let transport = InMemory::default();
     let server = McpServer::new(transport.clone()).timeout(SHORT);
-    let names: Vec<String> = server.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = server
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     assert_eq!(names, ["hang", "up"]);
-    assert_eq!(server.server_info().unwrap()["serverInfo"]["name"], json!("in-memory"));
-    assert_eq!(server.call("up", json!({"word": "hi"})).await.unwrap(), "hi");
+    assert_eq!(
+        server.server_info().unwrap()["serverInfo"]["name"],
+        json!("in-memory")
+    );
+    assert_eq!(
+        server.call("up", json!({"word": "hi"})).await.unwrap(),
+        "hi"
+    );
 
     let started = Instant::now();
     let err = server.call("hang", json!({})).await.unwrap_err();
@@ -937,6 +1010,9 @@ async fn a_transport_of_ones_own_gets_timeouts_and_keeps_its_error_kinds() {
     server.close().await.unwrap();
     let recorded = transport.0.lock().unwrap();
     let methods: Vec<&str> = recorded.notified.iter().map(|(m, _)| m.as_str()).collect();
-    assert_eq!(methods, ["notifications/initialized", "notifications/cancelled"]);
+    assert_eq!(
+        methods,
+        ["notifications/initialized", "notifications/cancelled"]
+    );
     assert_eq!(recorded.closed, 1);
 }

@@ -51,7 +51,10 @@ impl Adapter {
         let replies = self.replies_tx.clone();
         let in_flight = Arc::clone(&self.in_flight);
         // Held while spawning, so the task cannot remove its entry before it is inserted.
-        let mut map = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let task_id = id.clone();
         let task = tokio::spawn(async move {
             let reply = match inner.request(&method, params).await {

@@ -13,8 +13,8 @@ use nix::unistd::Pid;
 use reqwest::header::{HeaderName, HeaderValue};
 #[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ErrorData, Implementation, ListRootsResult,
-    ProtocolVersion, Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, ErrorData, Implementation, ListRootsResult, ProtocolVersion,
+    Root, RootsCapabilities,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -169,7 +169,11 @@ impl Connection {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
                 let transport = StreamableHttpClientTransport::with_client(client, config);
-                (handshake(handler, transport, label, timeout).await?, None, None)
+                (
+                    handshake(handler, transport, label, timeout).await?,
+                    None,
+                    None,
+                )
             }
             Connector::Custom(inner) => {
                 let transport = Adapter::new(Arc::clone(inner));

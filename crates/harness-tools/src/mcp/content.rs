@@ -100,17 +100,25 @@ impl McpCallResult {
         parts
     }
 
-    /// The structured content as compact JSON, unless a text item already says it (servers
-    /// often send both, the text being the same JSON pretty-printed).
+    /// The structured content as compact JSON, unless a text item already says it. Servers
+    /// usually send both: the text is the same JSON (often pretty-printed), or the text is
+    /// the whole result and the structured content wraps it in one field
+    /// (`{"result": "42"}` from the Python SDK, `{"content": ...}` from server-filesystem).
     fn structured_text(&self) -> Option<String> {
         let structured = self.structured_content.as_ref()?;
-        let already_there = self.content.iter().any(|item| match item {
-            McpContent::Text(text) => {
-                serde_json::from_str::<Value>(text).is_ok_and(|value| &value == structured)
-            }
-            _ => false,
-        });
-        (!already_there).then(|| structured.to_string())
+        let in_a_text_item = |value: &Value| {
+            self.content.iter().any(|item| match (item, value) {
+                (McpContent::Text(text), Value::String(string)) => text == string,
+                (McpContent::Text(text), value) => {
+                    serde_json::from_str::<Value>(text).is_ok_and(|parsed| &parsed == value)
+                }
+                _ => false,
+            })
+        };
+        let wrapped = structured
+            .as_object()
+            .is_some_and(|fields| fields.len() == 1 && fields.values().all(in_a_text_item));
+        (!in_a_text_item(structured) && !wrapped).then(|| structured.to_string())
     }
 
     /// From rmcp's typed result.
@@ -300,5 +308,22 @@ mod tests {
         assert_eq!(result.text(), "{\n  \"n\": 1\n}");
         let only_structured = McpCallResult::from_json(&json!({"structuredContent": {"n": 1}}));
         assert_eq!(only_structured.text(), "{\"n\":1}");
+        // One field wrapping the text: the Python SDK's `{"result": ...}`.
+        let wrapped = McpCallResult::from_json(&json!({
+            "content": [{"type": "text", "text": "42"}],
+            "structuredContent": {"result": "42"},
+        }));
+        assert_eq!(wrapped.text(), "42");
+        let wrapped_number = McpCallResult::from_json(&json!({
+            "content": [{"type": "text", "text": "42"}],
+            "structuredContent": {"result": 42},
+        }));
+        assert_eq!(wrapped_number.text(), "42");
+        // Two fields are more than the text says.
+        let more = McpCallResult::from_json(&json!({
+            "content": [{"type": "text", "text": "42"}],
+            "structuredContent": {"result": 42, "unit": "m"},
+        }));
+        assert_eq!(more.text(), "42\n{\"result\":42,\"unit\":\"m\"}");
     }
 }

@@ -585,7 +585,8 @@ fn listed(tool: rmcp::model::Tool) -> McpTool {
         name,
         description: tool
             .description
-            .map(std::borrow::Cow::into_owned).unwrap_or_default(),
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default(),
         input_schema: Value::Object((*tool.input_schema).clone()),
         read_only: tool
             .annotations
