@@ -188,11 +188,7 @@ impl FakeServer {
         let page = match self.mode.as_str() {
             // No cursor → A → B → A again: a loop.
             "paged_loop" => {
-                let next = match cursor {
-                    None => "A",
-                    Some("A") => "B",
-                    _ => "A",
-                };
+                let next = if cursor == Some("A") { "B" } else { "A" };
                 json!({"tools": [tool(&format!("t{count}"))], "nextCursor": next})
             }
             "paged_forever" => {
@@ -215,6 +211,7 @@ impl FakeServer {
     fn call(&self, id: &Value, name: &str, arguments: &Value) {
         match name {
             "never" => {}
+            "exit" => std::process::exit(3),
             "half" => self.raw(b"{\"jsonrpc\":\"2.0\",\"id\":"),
             "wrong_id" => {
                 let wrong = id.as_i64().unwrap_or(0) + 1000;
@@ -253,22 +250,7 @@ impl FakeServer {
                     None => self.text(id, "second came first"),
                 }
             }
-            "media" => self.reply(
-                id,
-                json!({
-                    "content": [
-                        {"type": "text", "text": "a chart"},
-                        {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
-                        {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
-                        {"type": "resource", "resource":
-                            {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "the notes"}},
-                        {"type": "resource", "resource":
-                            {"uri": "file:///data.bin", "mimeType": "application/zip", "blob": "aGVsbG8h"}},
-                        {"type": "resource_link", "uri": "file:///more.md", "name": "more"},
-                    ],
-                    "structuredContent": {"total": 3},
-                }),
-            ),
+            "media" => self.media(id),
             "fail" => self.reply(
                 id,
                 json!({"content": [{"type": "text", "text": "disk full"}], "isError": true}),
@@ -288,58 +270,79 @@ impl FakeServer {
             }
             // Between calls (no request of the client's in flight), the server asks the
             // client for a ping and for its roots.
-            "arm" => {
-                self.state.lock().unwrap().armed = true;
-                self.text(id, "armed");
-                let out = Arc::clone(&self.out);
-                std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_millis(200));
-                    let mut out = out.lock().unwrap();
-                    writeln!(out, "{}", json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}))
-                        .unwrap();
-                    writeln!(
-                        out,
-                        "{}",
-                        json!({"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"})
-                    )
-                    .unwrap();
-                    out.flush().unwrap();
-                });
-            }
+            "arm" => self.arm(id),
             // What the server saw, once any answers it waits for are in.
-            "report" => {
-                let (out, state, id) = (
-                    Arc::clone(&self.out),
-                    Arc::clone(&self.state),
-                    id.clone(),
-                );
-                std::thread::spawn(move || {
-                    let deadline = Instant::now() + Duration::from_secs(3);
-                    loop {
-                        let done = {
-                            let state = state.lock().unwrap();
-                            !state.armed || state.answers.len() >= 2
-                        };
-                        if done || Instant::now() > deadline {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    let report = {
-                        let state = state.lock().unwrap();
-                        json!({"answers": state.answers, "cancelled": state.cancelled,
-                               "list_requests": state.list_requests,
-                               "initialize": state.initialize})
-                    };
-                    let reply = json!({"jsonrpc": "2.0", "id": id,
-                        "result": {"content": [{"type": "text", "text": report.to_string()}]}});
-                    let mut out = out.lock().unwrap();
-                    writeln!(out, "{reply}").unwrap();
-                    out.flush().unwrap();
-                });
-            }
+            "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
         }
+    }
+
+    fn media(&self, id: &Value) {
+        let content = json!([
+            {"type": "text", "text": "a chart"},
+            {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+            {"type": "resource", "resource":
+                {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "the notes"}},
+            {"type": "resource", "resource":
+                {"uri": "file:///data.bin", "mimeType": "application/zip", "blob": "aGVsbG8h"}},
+            {"type": "resource_link", "uri": "file:///more.md", "name": "more"},
+        ]);
+        self.reply(
+            id,
+            json!({"content": content, "structuredContent": {"total": 3}}),
+        );
+    }
+
+    fn arm(&self, id: &Value) {
+        self.state.lock().unwrap().armed = true;
+        self.text(id, "armed");
+        let out = Arc::clone(&self.out);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let mut out = out.lock().unwrap();
+            writeln!(
+                out,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"})
+            )
+            .unwrap();
+            writeln!(
+                out,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"})
+            )
+            .unwrap();
+            out.flush().unwrap();
+        });
+    }
+
+    fn report(&self, id: &Value) {
+        let (out, state, id) = (Arc::clone(&self.out), Arc::clone(&self.state), id.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            loop {
+                let done = {
+                    let state = state.lock().unwrap();
+                    !state.armed || state.answers.len() >= 2
+                };
+                if done || Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let report = {
+                let state = state.lock().unwrap();
+                json!({"answers": state.answers, "cancelled": state.cancelled,
+                       "list_requests": state.list_requests,
+                       "initialize": state.initialize})
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": report.to_string()}]}});
+            let mut out = out.lock().unwrap();
+            writeln!(out, "{reply}").unwrap();
+            out.flush().unwrap();
+        });
     }
 }
 
@@ -655,6 +658,22 @@ async fn dropping_the_last_clone_kills_the_whole_process_group() {
         wait_dead(child_pid, Duration::from_secs(3)).await,
         "the server's child {child_pid} survived the drop"
     );
+}
+
+#[tokio::test]
+async fn a_server_that_exits_is_a_transport_error_then_restarted_on_next_use() {
+    let server = fake("tools");
+    let (first_pid, _) = spawned_pids(&server).await;
+    let err = server.call("exit", json!({})).await.unwrap_err();
+    assert!(err.is_transport(), "{err:?}");
+    assert!(
+        err.message()
+            .contains("closed the connection during tools/call"),
+        "{err}"
+    );
+    let (second_pid, _) = spawned_pids(&server).await;
+    assert_ne!(first_pid, second_pid);
+    server.close().await.unwrap();
 }
 
 // ---------------------------------------------------------------------------------------

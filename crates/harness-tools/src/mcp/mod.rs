@@ -143,7 +143,13 @@ impl std::fmt::Debug for McpServer {
             .field("server", &self.shared.label)
             .field("requires_approval", &self.requires_approval)
             .field("timeout", &self.timeout)
-            .field("connected", &self.shared.info.get().is_some())
+            .field(
+                "connected",
+                &matches!(
+                    self.shared.state.try_lock().as_deref(),
+                    Ok(State::Connected(_))
+                ),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -267,6 +273,11 @@ impl McpServer {
         let connect = async {
             let mut state = shared.state.lock().await;
             match &*state {
+                // A server that exited (or an HTTP client that gave up) is started afresh;
+                // dropping the old connection kills what is left of its process group.
+                State::Connected(connection) if connection.peer.is_transport_closed() => {
+                    tracing::warn!(server = %shared.label, "MCP connection lost; reconnecting");
+                }
                 State::Connected(connection) => return Ok(Arc::clone(connection)),
                 State::Closed => {
                     return Err(McpError::with_kind(
