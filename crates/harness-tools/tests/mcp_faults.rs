@@ -440,11 +440,16 @@ async fn a_call_that_is_never_answered_times_out_and_is_cancelled() {
 
 #[tokio::test]
 async fn a_half_written_line_then_silence_times_out() {
-    let server = fake("tools").timeout(SHORT);
+    let server = fake("tools").name("half-writer").timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("half", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    assert!(
+        err.message()
+            .starts_with("MCP server `half-writer` did not answer"),
+        "{err}"
+    );
     server.close().await.unwrap();
 }
 

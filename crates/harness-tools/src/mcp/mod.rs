@@ -94,7 +94,6 @@ enum State {
 
 /// Shared by every clone and every tool handed out: one connection, one handshake.
 struct Shared {
-    label: String,
     connector: Connector,
     env: RwLock<Vec<(OsString, OsString)>>,
     roots: Arc<RwLock<Vec<PathBuf>>>,
@@ -133,6 +132,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
+    /// How errors and logs name the server.
+    label: Arc<str>,
     requires_approval: bool,
     timeout: Duration,
 }
@@ -140,7 +141,7 @@ pub struct McpServer {
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
-            .field("server", &self.shared.label)
+            .field("server", &self.label)
             .field("requires_approval", &self.requires_approval)
             .field("timeout", &self.timeout)
             .field(
@@ -157,8 +158,8 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     fn with_connector(label: String, connector: Connector) -> Self {
         Self {
+            label: label.into(),
             shared: Arc::new(Shared {
-                label,
                 connector,
                 env: RwLock::default(),
                 roots: Arc::default(),
@@ -195,14 +196,7 @@ impl McpServer {
                 "an MCP stdio server needs a command to run; pass the program and its arguments",
             ));
         }
-        let mut label = command
-            .iter()
-            .map(|part| part.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        if label.chars().count() > 120 {
-            label = label.chars().take(119).collect::<String>() + "…";
-        }
+        let label = stdio_label(&command);
         Ok(Self::with_connector(label, Connector::Stdio(command)))
     }
 
@@ -229,9 +223,18 @@ impl McpServer {
         }
         let url = url.into();
         Ok(Self::with_connector(
-            url.clone(),
+            http_label(&url),
             Connector::Http { url, headers: map },
         ))
+    }
+
+    /// How error messages and logs name the server, which a model reads in a failed
+    /// call's result. The default is the program's file name and its first argument that is
+    /// not a flag, by file name (`node index.js`), or the URL without its user, query and
+    /// fragment: never the whole command line, whose arguments may hold secrets.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.label = name.into().into();
+        self
     }
 
     /// Whether tools the server did not mark read-only are gated (default `true`).
@@ -269,22 +272,21 @@ impl McpServer {
 
     /// The live connection, made (started, handshake) within `timeout` when there is none.
     async fn connection(&self, timeout: Duration) -> Result<Arc<Connection>, McpError> {
-        let shared = &self.shared;
+        let (shared, label) = (&self.shared, &*self.label);
         let connect = async {
             let mut state = shared.state.lock().await;
             match &*state {
                 // A server that exited (or an HTTP client that gave up) is started afresh;
                 // dropping the old connection kills what is left of its process group.
                 State::Connected(connection) if connection.peer.is_transport_closed() => {
-                    tracing::warn!(server = %shared.label, "MCP connection lost; reconnecting");
+                    tracing::warn!(server = %label, "MCP connection lost; reconnecting");
                 }
                 State::Connected(connection) => return Ok(Arc::clone(connection)),
                 State::Closed => {
                     return Err(McpError::with_kind(
                         McpErrorKind::Closed,
                         format!(
-                            "MCP server `{}` was closed; make a new McpServer to reconnect",
-                            shared.label
+                            "MCP server `{label}` was closed; make a new McpServer to reconnect"
                         ),
                     ));
                 }
@@ -296,7 +298,7 @@ impl McpServer {
                     &shared.connector,
                     &env,
                     Arc::clone(&shared.roots),
-                    &shared.label,
+                    label,
                     timeout,
                 )
                 .await?,
@@ -308,7 +310,7 @@ impl McpServer {
         // Also bounds the wait behind another caller's handshake.
         tokio::time::timeout(timeout, connect)
             .await
-            .map_err(|_| McpError::timeout(&shared.label, "initialize", timeout))?
+            .map_err(|_| McpError::timeout(label, "initialize", timeout))?
     }
 
     /// The handshake: `initialize`, then `notifications/initialized`, within the server's
@@ -349,13 +351,8 @@ impl McpServer {
             answer
         };
         match tokio::time::timeout(timeout + BACKSTOP, exchange).await {
-            Err(_) => Err(McpError::timeout(&self.shared.label, method, timeout)),
-            Ok(Err(e)) => Err(McpError::from_service(
-                e,
-                &self.shared.label,
-                method,
-                timeout,
-            )),
+            Err(_) => Err(McpError::timeout(&self.label, method, timeout)),
+            Ok(Err(e)) => Err(McpError::from_service(e, &self.label, method, timeout)),
             Ok(Ok(result)) => Ok(result),
         }
     }
@@ -389,7 +386,7 @@ impl McpServer {
                 _ => {
                     return Err(McpError::protocol(format!(
                         "MCP server `{}` answered tools/list with a result of the wrong type",
-                        self.shared.label
+                        self.label
                     )));
                 }
             };
@@ -397,7 +394,7 @@ impl McpServer {
                 Some(next) if !next.is_empty() => {
                     if !seen.insert(next.clone()) {
                         tracing::warn!(
-                            server = %self.shared.label,
+                            server = %self.label,
                             cursor = %next,
                             "MCP tools/list repeated a cursor; keeping the {} tools listed so far",
                             tools.len()
@@ -406,7 +403,7 @@ impl McpServer {
                     }
                     if page == MAX_LIST_PAGES {
                         tracing::warn!(
-                            server = %self.shared.label,
+                            server = %self.label,
                             "MCP tools/list still had pages after {MAX_LIST_PAGES}; keeping the {} tools listed so far",
                             tools.len()
                         );
@@ -435,7 +432,7 @@ impl McpServer {
                      the model (names may only use A-Z, a-z, 0-9, _ and -, up to 64 \
                      characters); rename one on the server, or reach them with list_tools() \
                      and call()",
-                    self.shared.label, tool.name, tool.model_name
+                    self.label, tool.name, tool.model_name
                 )));
             }
         }
@@ -540,7 +537,7 @@ impl McpServer {
             ServerResult::EmptyResult(_) => Ok(McpCallResult::from_json(&json!({}))),
             _ => Err(McpError::protocol(format!(
                 "MCP server `{}` answered tools/call for {name} with a result of the wrong type",
-                self.shared.label
+                self.label
             ))),
         }
     }
@@ -657,5 +654,66 @@ impl Tool for RemoteTool {
             .call(&self.server_name, arguments)
             .await
             .map_err(|e| harness_core::Error::tool_failed(&self.spec.name, e.to_string()))
+    }
+}
+
+/// `node index.js` for `node /srv/mcp/index.js --token s3cret`: the program and its first
+/// argument that is not a flag, by file name.
+fn stdio_label(command: &[OsString]) -> String {
+    let file_name = |part: &OsString| {
+        let path = std::path::Path::new(part);
+        path.file_name()
+            .unwrap_or(part.as_os_str())
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut parts: Vec<String> = command.first().map(file_name).into_iter().collect();
+    parts.extend(
+        command
+            .iter()
+            .skip(1)
+            .find(|arg| !arg.to_string_lossy().starts_with('-'))
+            .map(file_name),
+    );
+    parts.join(" ")
+}
+
+/// The URL without its user, password, query and fragment.
+fn http_label(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_leave_out_what_may_be_secret() {
+        let command: Vec<OsString> = ["node", "/srv/mcp/index.js", "--token", "s3cret"]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(stdio_label(&command), "node index.js");
+        let npx: Vec<OsString> = ["/usr/bin/npx", "-y", "@scope/server-fs", "."]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(stdio_label(&npx), "npx server-fs");
+        assert_eq!(
+            http_label("https://user:pw@example.com:8443/mcp?key=s3cret#x"),
+            "https://example.com:8443/mcp"
+        );
+        assert_eq!(
+            http_label("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
     }
 }
