@@ -2,6 +2,8 @@
 //! runner starts a test server and runs this program with the server's URL as its last
 //! argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO`.
 
+use std::time::Duration;
+
 use deepharness::tools::mcp::{McpError, McpServer};
 use serde_json::json;
 
@@ -11,7 +13,9 @@ async fn main() -> Result<(), McpError> {
         .next_back()
         .ok_or_else(|| McpError::new("usage: mcp_conformance_client <server url>"))?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let server = McpServer::http(url, &[])?;
+    // Under the runner's own 30 s limit, so a stuck exchange fails here with a message
+    // that says which request it was.
+    let server = McpServer::http(url, &[])?.timeout(Duration::from_secs(20));
     server.connect().await?;
     match scenario.as_str() {
         "tools_call" => {

@@ -10,9 +10,12 @@
 //! into `target/peers/mcp` when present, else `npx -y` fetches it (Node.js needed). Tools the
 //! server does not mark read-only are gated; this example refuses them, so the agent can
 //! look but not touch. With no key set it runs on the offline `TestModel`, which calls every
-//! tool once; `model_from_env` picks a real provider when one is configured.
+//! tool once; `model_from_env` picks a real provider when one is configured. A tool name a
+//! vendor would refuse is offered under a safe name; every request has a timeout, and the
+//! server's whole process group is stopped on close.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use deepharness::agent::{AgentEvent, Toolbox};
 use deepharness::errors::CoreError;
@@ -34,7 +37,10 @@ async fn main() -> Result<(), Error> {
     let mut command = server_command();
     command.push(dir.to_string_lossy().into_owned());
     println!("server: {}", command.join(" "));
-    let server = McpServer::stdio(command)?.with_roots(vec![dir.clone()]);
+    // `npx -y` may download the server before it can answer: more than the 60 s default.
+    let server = McpServer::stdio(command)?
+        .with_roots(vec![dir.clone()])
+        .timeout(Duration::from_secs(120));
     let tools = server.tools().await?;
     println!(
         "tools: {}",

@@ -164,7 +164,7 @@ pub mod errors {
     #[cfg(feature = "tools")]
     pub use harness_tools::Error as ToolsError;
     #[cfg(feature = "tools")]
-    pub use harness_tools::mcp::McpError;
+    pub use harness_tools::mcp::{McpError, McpErrorKind};
 }
 
 /// The names a first program needs, in one import: `use deepharness::prelude::*;`.

@@ -200,6 +200,71 @@ async fn server_everything_over_stdio_with_its_notifications() {
     server.close().await.unwrap();
 }
 
+#[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
+async fn server_everything_non_text_results_and_timeouts() {
+    let server = McpServer::stdio([
+        "node".to_owned(),
+        script("server-everything"),
+        "stdio".to_owned(),
+    ])
+    .unwrap();
+    // An image between two texts: named with its type and size, not dropped.
+    let text = server.call("get-tiny-image", json!({})).await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[1].starts_with("[image image/png, ") && lines[1].ends_with(" bytes]"),
+        "{text}"
+    );
+    assert!(lines[2].contains("MCP logo"), "{text}");
+    let result = server
+        .call_content("get-tiny-image", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(result.images().len(), 1);
+    assert_eq!(result.images()[0].media_type(), Some("image/png"));
+    // Embedded resources, text and binary.
+    let text = server
+        .call(
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 1}),
+        )
+        .await
+        .unwrap();
+    assert!(text.contains("\n[resource "), "{text}");
+    let text = server
+        .call(
+            "get-resource-reference",
+            json!({"resourceType": "Blob", "resourceId": 2}),
+        )
+        .await
+        .unwrap();
+    assert!(text.contains(" bytes]"), "{text}");
+    // Structured content the text already carries is not repeated.
+    let text = server
+        .call("get-structured-content", json!({"location": "Chicago"}))
+        .await
+        .unwrap();
+    assert_eq!(text.matches("temperature").count(), 1, "{text}");
+    // A call longer than its timeout is cut off, typed, and the server stays usable.
+    let err = server
+        .call_with_timeout(
+            "trigger-long-running-operation",
+            json!({"duration": 5, "steps": 5}),
+            Duration::from_millis(500),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    let text = server
+        .call("echo", json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert!(text.contains("still here"), "{text}");
+    server.close().await.unwrap();
+}
+
 struct Node(std::process::Child);
 
 impl Drop for Node {

@@ -1,48 +1,66 @@
 //! A Model Context Protocol client: a server's tools as ordinary tools.
+//!
+//! The protocol (JSON-RPC, the handshake, stdio framing, streamable HTTP with its sessions
+//! and resumable SSE streams) is the official Rust SDK, [`rmcp`]; this module adds the
+//! timeouts, the process-group handling, paging limits, the model-facing tool names and the
+//! rendering of results for a model. Nothing here can hang: every request has a timeout
+//! ([`DEFAULT_TIMEOUT`] unless set with [`McpServer::timeout`] or per call).
 
-mod http;
-mod protocol;
-mod stdio;
+mod adapter;
+mod connection;
+mod content;
+mod error;
+mod names;
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
 
 use harness_core::{Ctx, Tool, ToolSpec};
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ListToolsRequest, PaginatedRequestParams, RequestId, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
-pub use http::HttpTransport;
-pub use protocol::{PROTOCOL_VERSION, SUPPORTED_VERSIONS};
-pub use stdio::StdioTransport;
+use connection::{Connection, Connector};
+pub use content::{McpCallResult, McpContent};
+pub use error::{McpError, McpErrorKind};
 
-/// An MCP failure: of the transport, of the protocol, or a tool call the server reported as
-/// failed. Inside an agent run it reaches the model as the call's result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct McpError {
-    message: String,
-}
+/// The protocol version asked for.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-impl McpError {
-    /// An error saying `message`.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
+/// Versions accepted in the server's answer.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
-    /// What went wrong.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
+/// How long a request may take unless [`McpServer::timeout`] or a per-call timeout says
+/// otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most `tools/list` pages read; the tools of the pages read are kept.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// How long after its own timeout a request is given up for certain: rmcp's timeout sends
+/// `notifications/cancelled` first, and that send could itself stall on a server that no
+/// longer reads.
+const BACKSTOP: Duration = Duration::from_secs(1);
 
 /// How messages reach an MCP server: the seam for a transport this crate does not have
 /// (the deprecated HTTP+SSE one, say). Three methods, as in the original.
+///
+/// It is adapted to an rmcp transport, so a server reached this way gets the same
+/// handshake, timeouts and cancellation as the built-in ones. Requests may overlap. Server
+/// requests (`roots/list`, `ping`) cannot reach the client through it.
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
-    /// Sends request `method` and returns its `result` object.
+    /// Sends request `method` and returns its `result` object. Return an [`McpError`] of
+    /// kind [`McpErrorKind::Refused`] for a JSON-RPC error, [`McpErrorKind::Transport`]
+    /// for a broken connection.
     async fn request(&self, method: &str, params: Value) -> Result<Value, McpError>;
     /// Sends notification `method`.
     async fn notify(&self, method: &str, params: Value) -> Result<(), McpError>;
@@ -53,14 +71,34 @@ pub trait Transport: Send + Sync {
 /// One tool as the server lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpTool {
-    /// The tool's name.
+    /// The tool's name on the server: what [`McpServer::call`] takes.
     pub name: String,
+    /// The name offered to a model: `name` itself when it is `[A-Za-z0-9_-]{1,64}` (what
+    /// every vendor accepts), else `name` with other characters made `_` and, when longer
+    /// than 64, cut and suffixed with a short hash of the original.
+    pub model_name: String,
     /// Its description.
     pub description: String,
     /// Its JSON Schema, as the server published it.
     pub input_schema: Value,
     /// Whether the server marked it read-only (`annotations.readOnlyHint`).
     pub read_only: bool,
+}
+
+/// What a connection is doing.
+enum State {
+    Idle,
+    Connected(Arc<Connection>),
+    Closed,
+}
+
+/// Shared by every clone and every tool handed out: one connection, one handshake.
+struct Shared {
+    connector: Connector,
+    env: RwLock<Vec<(OsString, OsString)>>,
+    roots: Arc<RwLock<Vec<PathBuf>>>,
+    state: tokio::sync::Mutex<State>,
+    info: OnceLock<Value>,
 }
 
 /// An MCP server's tools, ready for an agent. Cloning is cheap and the clones share the
@@ -70,14 +108,22 @@ pub struct McpTool {
 /// tool keeps the server's own schema. A tool the server did not mark read-only is gated
 /// (`requires_approval`), since it is code in another process this side cannot inspect;
 /// widen that with permission rules, or turn it off with
-/// [`requires_approval(false)`](McpServer::requires_approval). A failed call (`isError`, or a
-/// JSON-RPC error) reaches the model as that call's result.
+/// [`requires_approval(false)`](McpServer::requires_approval). A failed call (`isError`, a
+/// JSON-RPC error, a timeout) reaches the model as that call's result.
+///
+/// Every request, the handshake included, has a timeout: [`DEFAULT_TIMEOUT`] unless set with
+/// [`timeout`](McpServer::timeout), or per call with
+/// [`call_with_timeout`](McpServer::call_with_timeout). A stdio server runs in a process group
+/// of its own; [`close`](McpServer::close), and dropping the last clone (tools included),
+/// kill that whole group.
 ///
 /// ```no_run
+/// use std::time::Duration;
 /// use harness_tools::mcp::McpServer;
 ///
 /// # async fn demo() -> Result<(), harness_tools::mcp::McpError> {
-/// let mcp = McpServer::stdio(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])?;
+/// let mcp = McpServer::stdio(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])?
+///     .timeout(Duration::from_secs(30));
 /// let tools = mcp.tools().await?;
 /// // Agent::builder().tools(tools) ...
 /// mcp.close().await?;
@@ -85,55 +131,110 @@ pub struct McpTool {
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
-    // Shared, so the tools handed out and every clone use one connection and one handshake.
-    transport: Arc<dyn Transport>,
-    roots: Option<Arc<RwLock<Vec<PathBuf>>>>,
+    shared: Arc<Shared>,
+    /// How errors and logs name the server.
+    label: Arc<str>,
     requires_approval: bool,
-    initialized: Arc<OnceCell<Value>>,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
+            .field("server", &self.label)
             .field("requires_approval", &self.requires_approval)
-            .field("connected", &self.initialized.initialized())
+            .field("timeout", &self.timeout)
+            .field(
+                "connected",
+                &matches!(
+                    self.shared.state.try_lock().as_deref(),
+                    Ok(State::Connected(_))
+                ),
+            )
             .finish_non_exhaustive()
     }
 }
 
 impl McpServer {
-    /// A server reached through `transport`.
-    pub fn new(transport: impl Transport + 'static) -> Self {
+    fn with_connector(label: String, connector: Connector) -> Self {
         Self {
-            transport: Arc::new(transport),
-            roots: None,
+            label: label.into(),
+            shared: Arc::new(Shared {
+                connector,
+                env: RwLock::default(),
+                roots: Arc::default(),
+                state: tokio::sync::Mutex::new(State::Idle),
+                info: OnceLock::new(),
+            }),
             requires_approval: true,
-            initialized: Arc::new(OnceCell::new()),
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
-    /// A local server run as a subprocess (program and arguments), started on first use.
+    /// A server reached through `transport`, your own implementation of the three-method
+    /// seam.
+    pub fn new(transport: impl Transport + 'static) -> Self {
+        Self::with_connector(
+            "(custom transport)".to_owned(),
+            Connector::Custom(Arc::new(transport)),
+        )
+    }
+
+    /// A local server run as a subprocess (program and arguments), started on first use in
+    /// a process group of its own. Its stderr is this process's.
     ///
     /// # Errors
-    /// [`McpError`] for an empty command.
+    /// [`McpError`] (configuration) for an empty command.
     pub fn stdio<I, S>(command: I) -> Result<Self, McpError>
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
-        let transport = StdioTransport::new(command.into_iter().map(Into::into).collect())?;
-        let roots = transport.roots_handle();
-        let mut server = Self::new(transport);
-        server.roots = Some(roots);
-        Ok(server)
+        let command: Vec<OsString> = command.into_iter().map(Into::into).collect();
+        if command.is_empty() {
+            return Err(McpError::configuration(
+                "an MCP stdio server needs a command to run; pass the program and its arguments",
+            ));
+        }
+        let label = stdio_label(&command);
+        Ok(Self::with_connector(label, Connector::Stdio(command)))
     }
 
     /// A remote server over streamable HTTP, with extra headers (authentication, say).
     ///
     /// # Errors
-    /// [`McpError`] for a header that is not valid HTTP.
+    /// [`McpError`] (configuration) for a header that is not valid HTTP, or one the client
+    /// sets itself (`Accept`, `Mcp-Session-Id`, `Last-Event-ID`).
     pub fn http(url: impl Into<String>, headers: &[(String, String)]) -> Result<Self, McpError> {
-        Ok(Self::new(HttpTransport::new(url, headers)?))
+        let mut map = HashMap::new();
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                McpError::configuration(format!("invalid header name {name:?}: {e}"))
+            })?;
+            if ["accept", "mcp-session-id", "last-event-id"].contains(&name.as_str()) {
+                return Err(McpError::configuration(format!(
+                    "header {name} is set by the MCP client itself; leave it out"
+                )));
+            }
+            let value = HeaderValue::from_str(value).map_err(|e| {
+                McpError::configuration(format!("invalid value for header {name}: {e}"))
+            })?;
+            map.insert(name, value);
+        }
+        let url = url.into();
+        Ok(Self::with_connector(
+            http_label(&url),
+            Connector::Http { url, headers: map },
+        ))
+    }
+
+    /// How error messages and logs name the server, which a model reads in a failed
+    /// call's result. The default is the program's file name and its first argument that is
+    /// not a flag, by file name (`node index.js`), or the URL without its user, query and
+    /// fragment: never the whole command line, whose arguments may hold secrets.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.label = name.into().into();
+        self
     }
 
     /// Whether tools the server did not mark read-only are gated (default `true`).
@@ -142,109 +243,172 @@ impl McpServer {
         self
     }
 
-    /// Offers the server these directories as roots (stdio servers; the server may ask for
-    /// them with `roots/list`).
+    /// How long each request may take, the handshake included (default
+    /// [`DEFAULT_TIMEOUT`], 60 s). Tools handed out afterwards keep it. A request that runs
+    /// out fails with an error for which [`McpError::is_timeout`] is true, and the server is
+    /// sent `notifications/cancelled`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Adds an environment variable for a stdio server (other servers ignore it). Takes
+    /// effect when the server is started, on first use.
+    pub fn env(self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        if let Ok(mut env) = self.shared.env.write() {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// Offers the server these directories as roots: declared in the handshake (so set them
+    /// before first use) and served to the server's `roots/list` requests at any time.
     pub fn with_roots(self, roots: Vec<PathBuf>) -> Self {
-        if let Some(handle) = &self.roots
-            && let Ok(mut current) = handle.write()
-        {
+        if let Ok(mut current) = self.shared.roots.write() {
             *current = roots;
         }
         self
     }
 
-    /// The handshake: `initialize`, then `notifications/initialized`. Runs once; later calls
-    /// return at once.
+    /// The live connection, made (started, handshake) within `timeout` when there is none.
+    async fn connection(&self, timeout: Duration) -> Result<Arc<Connection>, McpError> {
+        let (shared, label) = (&self.shared, &*self.label);
+        let connect = async {
+            let mut state = shared.state.lock().await;
+            match &*state {
+                // A server that exited (or an HTTP client that gave up) is started afresh;
+                // dropping the old connection kills what is left of its process group.
+                State::Connected(connection) if connection.peer.is_transport_closed() => {
+                    tracing::warn!(server = %label, "MCP connection lost; reconnecting");
+                }
+                State::Connected(connection) => return Ok(Arc::clone(connection)),
+                State::Closed => {
+                    return Err(McpError::with_kind(
+                        McpErrorKind::Closed,
+                        format!(
+                            "MCP server `{label}` was closed; make a new McpServer to reconnect"
+                        ),
+                    ));
+                }
+                State::Idle => {}
+            }
+            let env = shared.env.read().map(|e| e.clone()).unwrap_or_default();
+            let connection = Arc::new(
+                Connection::open(
+                    &shared.connector,
+                    &env,
+                    Arc::clone(&shared.roots),
+                    label,
+                    timeout,
+                )
+                .await?,
+            );
+            let _ = shared.info.set(connection.info.clone());
+            *state = State::Connected(Arc::clone(&connection));
+            Ok(connection)
+        };
+        // Also bounds the wait behind another caller's handshake.
+        tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| McpError::timeout(label, "initialize", timeout))?
+    }
+
+    /// The handshake: `initialize`, then `notifications/initialized`, within the server's
+    /// timeout. Runs once; later calls return at once.
     ///
     /// # Errors
-    /// [`McpError`] when the server refuses or answers a protocol version this client does
-    /// not speak.
+    /// [`McpError`] when the server cannot be started or reached, refuses, does not answer
+    /// in time, or answers a protocol version this client does not speak.
     pub async fn connect(&self) -> Result<(), McpError> {
-        self.initialized
-            .get_or_try_init(|| async {
-                let declares_roots = self
-                    .roots
-                    .as_ref()
-                    .is_some_and(|r| r.read().is_ok_and(|r| !r.is_empty()));
-                let capabilities = if declares_roots {
-                    json!({"roots": {"listChanged": false}})
-                } else {
-                    json!({})
-                };
-                let params = json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": capabilities,
-                    "clientInfo": {"name": "deepharness", "version": env!("CARGO_PKG_VERSION")},
-                });
-                let result = self.transport.request("initialize", params).await?;
-                let version = result
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if !SUPPORTED_VERSIONS.contains(&version) {
-                    return Err(McpError::new(format!(
-                        "MCP server speaks protocol version {version:?}; this client speaks {}",
-                        SUPPORTED_VERSIONS.join(", ")
-                    )));
-                }
-                self.transport
-                    .notify("notifications/initialized", json!({}))
-                    .await?;
-                Ok(result)
-            })
-            .await
-            .map(drop)
+        self.connection(self.timeout).await.map(drop)
     }
 
-    /// What the server said about itself in the handshake (`serverInfo`, capabilities, ...).
+    /// What the server said about itself in the handshake (`protocolVersion`,
+    /// `capabilities`, `serverInfo`, `instructions`).
     pub fn server_info(&self) -> Option<&Value> {
-        self.initialized.get()
+        self.shared.info.get()
     }
 
-    /// The server's tools as data, every page of `tools/list`.
+    /// Sends `request` and waits for its answer, within `timeout`.
+    async fn request(
+        &self,
+        request: ClientRequest,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<ServerResult, McpError> {
+        let connection = self.connection(timeout).await?;
+        let peer = &connection.peer;
+        let exchange = async {
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                .await?;
+            let guard = CancelOnDrop {
+                peer: Some(peer.clone()),
+                id: handle.id.clone(),
+            };
+            let answer = handle.await_response().await;
+            guard.disarm();
+            answer
+        };
+        match tokio::time::timeout(timeout + BACKSTOP, exchange).await {
+            Err(_) => Err(McpError::timeout(&self.label, method, timeout)),
+            Ok(Err(e)) => Err(McpError::from_service(e, &self.label, method, timeout)),
+            Ok(Ok(result)) => Ok(result),
+        }
+    }
+
+    /// The server's tools as data, every page of `tools/list`. Paging stops at a cursor seen
+    /// before and after [`MAX_LIST_PAGES`] pages, with a warning; the tools read are kept.
     ///
     /// # Errors
     /// [`McpError`] from the handshake or the listing.
     pub async fn list_tools(&self) -> Result<Vec<McpTool>, McpError> {
-        self.connect().await?;
         let mut tools = Vec::new();
+        let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
-        loop {
-            let params = match &cursor {
-                Some(cursor) => json!({"cursor": cursor}),
-                None => json!({}),
-            };
-            let page = self.transport.request("tools/list", params).await?;
-            for tool in page
-                .get("tools")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let text = |key: &str| {
-                    tool.get(key)
+        for page in 1..=MAX_LIST_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+            let next = match self.request(request, "tools/list", self.timeout).await? {
+                ServerResult::ListToolsResult(result) => {
+                    tools.extend(result.tools.into_iter().map(listed));
+                    result.next_cursor
+                }
+                ServerResult::CustomResult(result) => {
+                    tools.extend(listed_json(&result.0));
+                    result
+                        .0
+                        .get("nextCursor")
                         .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                tools.push(McpTool {
-                    name: text("name"),
-                    description: text("description"),
-                    input_schema: tool
-                        .get("inputSchema")
-                        .filter(|s| s.is_object())
-                        .cloned()
-                        .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-                    read_only: tool
-                        .get("annotations")
-                        .and_then(|a| a.get("readOnlyHint"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                });
-            }
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if !next.is_empty() && cursor.as_deref() != Some(next) => {
-                    cursor = Some(next.to_owned());
+                        .map(str::to_owned)
+                }
+                ServerResult::EmptyResult(_) => None,
+                _ => {
+                    return Err(McpError::protocol(format!(
+                        "MCP server `{}` answered tools/list with a result of the wrong type",
+                        self.label
+                    )));
+                }
+            };
+            match next {
+                Some(next) if !next.is_empty() => {
+                    if !seen.insert(next.clone()) {
+                        tracing::warn!(
+                            server = %self.label,
+                            cursor = %next,
+                            "MCP tools/list repeated a cursor; keeping the {} tools listed so far",
+                            tools.len()
+                        );
+                        break;
+                    }
+                    if page == MAX_LIST_PAGES {
+                        tracing::warn!(
+                            server = %self.label,
+                            "MCP tools/list still had pages after {MAX_LIST_PAGES}; keeping the {} tools listed so far",
+                            tools.len()
+                        );
+                    }
+                    cursor = Some(next);
                 }
                 _ => break,
             }
@@ -252,58 +416,76 @@ impl McpServer {
         Ok(tools)
     }
 
-    /// The server's tools, ready for an agent.
+    /// The server's tools, ready for an agent, under their model-facing names
+    /// ([`McpTool::model_name`]); each call goes out under the server's own name.
     ///
     /// # Errors
-    /// As [`McpServer::list_tools`].
+    /// As [`McpServer::list_tools`]; and a configuration error naming the server and both
+    /// tools when two names map to the same model-facing name.
     pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         let listed = self.list_tools().await?;
+        let mut taken: HashMap<&str, &str> = HashMap::new();
+        for tool in &listed {
+            if let Some(first) = taken.insert(&tool.model_name, &tool.name) {
+                return Err(McpError::configuration(format!(
+                    "MCP server `{}` has tools {first:?} and {:?}, which both become {:?} for \
+                     the model (names may only use A-Z, a-z, 0-9, _ and -, up to 64 \
+                     characters); rename one on the server, or reach them with list_tools() \
+                     and call()",
+                    self.label, tool.name, tool.model_name
+                )));
+            }
+        }
         Ok(listed
             .into_iter()
             .map(|tool| {
                 let gated = self.requires_approval && !tool.read_only;
-                let spec = ToolSpec::new(tool.name, tool.description, tool.input_schema)
+                let spec = ToolSpec::new(tool.model_name, tool.description, tool.input_schema)
                     .with_requires_approval(gated);
                 Arc::new(RemoteTool {
                     server: self.clone(),
+                    server_name: tool.name,
                     spec,
                 }) as Arc<dyn Tool>
             })
             .collect())
     }
 
-    /// Calls tool `name` with `arguments`; the text of its text content, joined by lines.
+    /// Calls tool `name` (the server's name for it) with `arguments`, within the server's
+    /// timeout; the text a model reads of the result ([`McpCallResult::text`]).
     ///
     /// # Errors
-    /// [`McpError`] when the server reports the call failed (`isError`), refuses it, or the
+    /// [`McpError`] when the server reports the call failed (`isError`; the message is
+    /// `{name} failed: {the server's text}`), refuses it, does not answer in time, or the
     /// transport fails.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<String, McpError> {
-        self.connect().await?;
-        let arguments = if arguments.is_null() {
-            json!({})
-        } else {
-            arguments
-        };
+        self.call_with_timeout(name, arguments, self.timeout).await
+    }
+
+    /// [`call`](Self::call) with a timeout for this call only.
+    ///
+    /// # Errors
+    /// As [`McpServer::call`].
+    pub async fn call_with_timeout(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<String, McpError> {
         let result = self
-            .transport
-            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .call_content_with_timeout(name, arguments, timeout)
             .await?;
-        let text: Vec<&str> = result
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|item| item.get("text").and_then(Value::as_str))
-            .collect();
-        let text = text.join("\n");
-        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let text = result.text();
+        if result.is_error {
             let detail = if text.is_empty() {
                 "no detail given"
             } else {
                 text.as_str()
             };
-            return Err(McpError::new(format!("{name} failed: {detail}")));
+            return Err(McpError::with_kind(
+                McpErrorKind::ToolFailed,
+                format!("{name} failed: {detail}"),
+            ));
         }
         Ok(if text.is_empty() {
             "(no output)".to_owned()
@@ -312,18 +494,152 @@ impl McpServer {
         })
     }
 
-    /// Closes the transport (a stdio server is stopped). Calling it twice is fine.
+    /// Calls tool `name` and returns the whole typed result: text, images (as
+    /// [`harness_core::Image`]s), audio, resources, `structuredContent`, and `is_error`
+    /// (a failed call is an `Ok` result here, with `is_error` set).
     ///
     /// # Errors
-    /// [`McpError`] from the transport.
-    pub async fn close(&self) -> Result<(), McpError> {
-        self.transport.close().await
+    /// [`McpError`] when the server refuses the call, does not answer in time, or the
+    /// transport fails.
+    pub async fn call_content(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<McpCallResult, McpError> {
+        self.call_content_with_timeout(name, arguments, self.timeout)
+            .await
     }
+
+    /// [`call_content`](Self::call_content) with a timeout for this call only.
+    ///
+    /// # Errors
+    /// As [`McpServer::call_content`].
+    pub async fn call_content_with_timeout(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<McpCallResult, McpError> {
+        let arguments = match arguments {
+            Value::Null => serde_json::Map::new(),
+            Value::Object(map) => map,
+            other => {
+                return Err(McpError::new(format!(
+                    "the arguments for {name} must be a JSON object, not {other}"
+                )));
+            }
+        };
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(request, "tools/call", timeout).await? {
+            ServerResult::CallToolResult(result) => Ok(McpCallResult::from_rmcp(result)),
+            ServerResult::CustomResult(result) => Ok(McpCallResult::from_json(&result.0)),
+            ServerResult::EmptyResult(_) => Ok(McpCallResult::from_json(&json!({}))),
+            _ => Err(McpError::protocol(format!(
+                "MCP server `{}` answered tools/call for {name} with a result of the wrong type",
+                self.label
+            ))),
+        }
+    }
+
+    /// Closes the connection: a stdio server's stdin is closed, it gets two seconds to exit,
+    /// then its whole process group is killed; an HTTP session is deleted. Calling it twice
+    /// is fine; using the server afterwards is an error ([`McpError::is_closed`]).
+    ///
+    /// # Errors
+    /// [`McpError`] from a custom [`Transport`]'s `close`.
+    pub async fn close(&self) -> Result<(), McpError> {
+        let previous = std::mem::replace(&mut *self.shared.state.lock().await, State::Closed);
+        match previous {
+            State::Connected(connection) => connection.close().await,
+            State::Idle | State::Closed => Ok(()),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose caller stopped waiting (an agent run
+/// dropped mid-call, say), so the server can stop working on it.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let param = CancelledNotificationParam::new(
+                Some(self.id.clone()),
+                Some("the caller stopped waiting".to_owned()),
+            );
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+fn listed(tool: rmcp::model::Tool) -> McpTool {
+    let name = tool.name.into_owned();
+    McpTool {
+        model_name: names::model_name(&name),
+        name,
+        description: tool
+            .description
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default(),
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        read_only: tool
+            .annotations
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false),
+    }
+}
+
+/// Tools from a listing rmcp could not type (a tool without `inputSchema`, say): each read
+/// on its own, leniently; one without a name is skipped.
+fn listed_json(page: &Value) -> Vec<McpTool> {
+    page.get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| {
+            let name = tool.get("name").and_then(Value::as_str)?.to_owned();
+            Some(McpTool {
+                model_name: names::model_name(&name),
+                name,
+                description: tool
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                input_schema: tool
+                    .get("inputSchema")
+                    .filter(|s| s.is_object())
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                read_only: tool
+                    .get("annotations")
+                    .and_then(|a| a.get("readOnlyHint"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            })
+        })
+        .collect()
 }
 
 /// One of an MCP server's tools behind the [`Tool`] trait.
 struct RemoteTool {
     server: McpServer,
+    /// The server's own name, which the call goes out under.
+    server_name: String,
     spec: ToolSpec,
 }
 
@@ -335,8 +651,69 @@ impl Tool for RemoteTool {
 
     async fn call(&self, arguments: Value, _ctx: Ctx) -> harness_core::Result<String> {
         self.server
-            .call(&self.spec.name, arguments)
+            .call(&self.server_name, arguments)
             .await
             .map_err(|e| harness_core::Error::tool_failed(&self.spec.name, e.to_string()))
+    }
+}
+
+/// `node index.js` for `node /srv/mcp/index.js --token s3cret`: the program and its first
+/// argument that is not a flag, by file name.
+fn stdio_label(command: &[OsString]) -> String {
+    let file_name = |part: &OsString| {
+        let path = std::path::Path::new(part);
+        path.file_name()
+            .unwrap_or(part.as_os_str())
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut parts: Vec<String> = command.first().map(file_name).into_iter().collect();
+    parts.extend(
+        command
+            .iter()
+            .skip(1)
+            .find(|arg| !arg.to_string_lossy().starts_with('-'))
+            .map(file_name),
+    );
+    parts.join(" ")
+}
+
+/// The URL without its user, password, query and fragment.
+fn http_label(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_leave_out_what_may_be_secret() {
+        let command: Vec<OsString> = ["node", "/srv/mcp/index.js", "--token", "s3cret"]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(stdio_label(&command), "node index.js");
+        let npx: Vec<OsString> = ["/usr/bin/npx", "-y", "@scope/server-fs", "."]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(stdio_label(&npx), "npx server-fs");
+        assert_eq!(
+            http_label("https://user:pw@example.com:8443/mcp?key=s3cret#x"),
+            "https://example.com:8443/mcp"
+        );
+        assert_eq!(
+            http_label("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
     }
 }

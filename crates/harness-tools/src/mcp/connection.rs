@@ -1,0 +1,300 @@
+//! Starting or reaching a server, the handshake, and stopping it: rmcp does the protocol,
+//! this module the process group, the timeouts around the handshake, and the shutdown.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use reqwest::header::{HeaderName, HeaderValue};
+#[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ErrorData, Implementation, ListRootsResult, ProtocolVersion,
+    Root, RootsCapabilities,
+};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
+use rmcp::{ClientHandler, Peer, RoleClient};
+use serde_json::Value;
+
+use super::adapter::Adapter;
+use super::{McpError, SUPPORTED_VERSIONS, Transport};
+
+/// How long `close` waits for a server to exit on its own (stdin closed, HTTP session
+/// deleted) before its process group is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// How a server is reached.
+pub(crate) enum Connector {
+    Stdio(Vec<OsString>),
+    Http {
+        url: String,
+        headers: HashMap<HeaderName, HeaderValue>,
+    },
+    Custom(Arc<dyn Transport>),
+}
+
+/// The client's side of server requests: `ping` (rmcp's default answer) and `roots/list`.
+/// Anything else is refused with -32601 by rmcp's defaults.
+pub(crate) struct Handler {
+    roots: Arc<RwLock<Vec<PathBuf>>>,
+    config: ClientConfig,
+}
+
+impl Handler {
+    pub(crate) fn new(roots: Arc<RwLock<Vec<PathBuf>>>) -> Self {
+        let declares_roots = roots.read().is_ok_and(|r| !r.is_empty());
+        let mut capabilities = ClientCapabilities::default();
+        if declares_roots {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
+        let config = ClientConfig::new(
+            capabilities,
+            Implementation::new("deepharness", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        Self { roots, config }
+    }
+}
+
+#[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .read()
+            .map(|roots| roots.clone())
+            .unwrap_or_default();
+        Ok(ListRootsResult::new(
+            roots
+                .iter()
+                .map(|root| {
+                    let name = root.file_name().map_or_else(
+                        || root.display().to_string(),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
+                    Root::new(file_uri(root)).with_name(name)
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// `file://` and the path, with the bytes a URI path may not hold percent-encoded.
+fn file_uri(path: &std::path::Path) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut uri = String::from("file://");
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            let _ = write!(uri, "%{byte:02X}");
+        }
+    }
+    uri
+}
+
+/// A stdio server's process group: killed (SIGKILL, the whole group) when dropped, so a
+/// server's own children go too. Dropping needs no runtime.
+struct ProcessGroup {
+    child: tokio::process::Child,
+    pgid: Option<Pid>,
+}
+
+impl ProcessGroup {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // ESRCH (the group is already gone) is fine.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A live connection: rmcp's running client and, for stdio, the server's process group.
+pub(crate) struct Connection {
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) info: Value,
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    process: Mutex<Option<ProcessGroup>>,
+    custom: Option<Arc<dyn Transport>>,
+}
+
+impl Connection {
+    /// Starts or reaches the server and shakes hands, all within `timeout`.
+    pub(crate) async fn open(
+        connector: &Connector,
+        env: &[(OsString, OsString)],
+        roots: Arc<RwLock<Vec<PathBuf>>>,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Self, McpError> {
+        let handler = Handler::new(roots);
+        let (running, process, custom) = match connector {
+            Connector::Stdio(command) => {
+                let (group, transport) = spawn(command, env, label)?;
+                // On a timeout or error `group` is dropped here, which kills the server.
+                let running = handshake(handler, transport, label, timeout).await?;
+                (running, Some(group), None)
+            }
+            Connector::Http { url, headers } => {
+                let client = harness_providers::client_builder()
+                    .map_err(|e| McpError::configuration(e.to_string()))?
+                    .connect_timeout(Duration::from_secs(10))
+                    .build()
+                    .map_err(|e| {
+                        McpError::configuration(format!("cannot build the HTTP client: {e}"))
+                    })?;
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(headers.clone());
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                (
+                    handshake(handler, transport, label, timeout).await?,
+                    None,
+                    None,
+                )
+            }
+            Connector::Custom(inner) => {
+                let transport = Adapter::new(Arc::clone(inner));
+                let running = handshake(handler, transport, label, timeout).await?;
+                (running, None, Some(Arc::clone(inner)))
+            }
+        };
+        let peer = running.peer().clone();
+        let info = peer.peer_info();
+        let connection = Self {
+            peer,
+            info: info
+                .as_deref()
+                .and_then(|info| serde_json::to_value(info).ok())
+                .unwrap_or(Value::Null),
+            running: tokio::sync::Mutex::new(Some(running)),
+            process: Mutex::new(process),
+            custom,
+        };
+        let version = info
+            .as_deref()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
+            connection.close().await?;
+            return Err(McpError::protocol(format!(
+                "MCP server `{label}` speaks protocol version {version:?}; this client speaks {}",
+                SUPPORTED_VERSIONS.join(", ")
+            )));
+        }
+        Ok(connection)
+    }
+
+    /// Ends the connection: the client stops, stdin is closed (or the HTTP session
+    /// deleted), the server gets [`CLOSE_GRACE`] to exit, then its process group is killed.
+    /// A custom transport's own `close` is called last and its error returned.
+    pub(crate) async fn close(&self) -> Result<(), McpError> {
+        let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
+        let running = self.running.lock().await.take();
+        if let Some(mut running) = running {
+            let _ = running.close_with_timeout(CLOSE_GRACE).await;
+        }
+        let group = self
+            .process
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(mut group) = group {
+            let _ = tokio::time::timeout_at(deadline, group.child.wait()).await;
+            group.kill();
+            // Reaped here rather than left to the runtime, so close leaves no zombie.
+            let _ = tokio::time::timeout(Duration::from_secs(1), group.child.wait()).await;
+        }
+        match &self.custom {
+            Some(inner) => inner.close().await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Starts the server in a process group of its own, its stdout and stdin the transport and
+/// its stderr this process's (inherited: a full pipe can never block it).
+fn spawn(
+    command: &[OsString],
+    env: &[(OsString, OsString)],
+    label: &str,
+) -> Result<
+    (
+        ProcessGroup,
+        AsyncRwTransport<RoleClient, tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    ),
+    McpError,
+> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(McpError::configuration(
+            "an MCP stdio server needs a command to run; pass the program and its arguments",
+        ));
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            McpError::transport(format!(
+                "cannot start MCP server `{label}`: {e}; check that {} is installed and on PATH",
+                program.to_string_lossy()
+            ))
+        })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let group = ProcessGroup { child, pgid };
+    match (stdout, stdin) {
+        (Some(stdout), Some(stdin)) => Ok((group, AsyncRwTransport::new_client(stdout, stdin))),
+        _ => Err(McpError::transport(format!(
+            "MCP server `{label}` started without its stdin and stdout pipes"
+        ))),
+    }
+}
+
+/// rmcp's `initialize` / `notifications/initialized`, bounded by `timeout`.
+async fn handshake<T>(
+    handler: Handler,
+    transport: T,
+    label: &str,
+    timeout: Duration,
+) -> Result<RunningService<RoleClient, Handler>, McpError>
+where
+    T: rmcp::transport::Transport<RoleClient> + 'static,
+{
+    match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
+        Err(_) => Err(McpError::timeout(label, "initialize", timeout)),
+        Ok(Err(e)) => Err(McpError::from_initialize(e, label)),
+        Ok(Ok(running)) => Ok(running),
+    }
+}

@@ -1,0 +1,1042 @@
+//! The MCP client against misbehaving servers, hermetic (no npm, no pip, loopback only).
+//!
+//! The stdio servers are this test binary itself: the `fake_mcp_server` test acts as an MCP
+//! server over stdin/stdout when `FAKE_MCP` is set in its environment (and passes at once
+//! otherwise), so each test starts `current_exe() fake_mcp_server --exact ...` with the
+//! behaviour it wants. The HTTP servers are written here on a loopback `TcpListener`.
+//! libtest's own "running 1 test" line comes first on the fake server's stdout: one more
+//! junk line the client must skip.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness_core::agent::Agent;
+use harness_core::testing::ScriptedModel;
+use harness_core::{CompletionResponse, Ctx, Role, ToolCall, Toolbox};
+use harness_tools::mcp::{McpContent, McpError, McpErrorKind, McpServer, Transport};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const SHORT: Duration = Duration::from_millis(300);
+
+// ---------------------------------------------------------------------------------------
+// The fake stdio server
+// ---------------------------------------------------------------------------------------
+
+/// Not a test: the fake MCP server, when this binary is started with `FAKE_MCP` set.
+#[test]
+fn fake_mcp_server() {
+    if let Ok(mode) = std::env::var("FAKE_MCP") {
+        FakeServer::new(mode).run();
+    }
+}
+
+/// A fake server started by `mode`, with `env` set for it.
+fn fake(mode: &str) -> McpServer {
+    fake_with(mode, &[])
+}
+
+fn fake_with(mode: &str, env: &[(&str, &str)]) -> McpServer {
+    let exe = std::env::current_exe().unwrap();
+    let mut server = McpServer::stdio([
+        exe.into_os_string(),
+        "fake_mcp_server".into(),
+        "--exact".into(),
+        "--nocapture".into(),
+        "--test-threads=1".into(),
+        "-q".into(),
+    ])
+    .unwrap()
+    .env("FAKE_MCP", mode)
+    .requires_approval(false);
+    for (key, value) in env {
+        server = server.env(key, value);
+    }
+    server
+}
+
+#[derive(Default)]
+struct FakeState {
+    /// Answers to the server's own requests, by their id, with how many `tools/call`
+    /// requests had arrived before each.
+    answers: HashMap<String, Value>,
+    calls: usize,
+    /// Request ids the client cancelled.
+    cancelled: Vec<Value>,
+    list_requests: usize,
+    armed: bool,
+    first: Option<Value>,
+    /// The client's `initialize` params.
+    initialize: Value,
+}
+
+struct FakeServer {
+    mode: String,
+    out: Arc<Mutex<std::io::Stdout>>,
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl FakeServer {
+    fn new(mode: String) -> Self {
+        if let Ok(file) = std::env::var("FAKE_MCP_PIDFILE") {
+            std::fs::write(file, std::process::id().to_string()).unwrap();
+        }
+        Self {
+            mode,
+            out: Arc::new(Mutex::new(std::io::stdout())),
+            state: Arc::default(),
+        }
+    }
+
+    fn raw(&self, bytes: &[u8]) {
+        let mut out = self.out.lock().unwrap();
+        out.write_all(bytes).unwrap();
+        out.flush().unwrap();
+    }
+
+    fn send(&self, message: &Value) {
+        self.raw(format!("{message}\n").as_bytes());
+    }
+
+    fn reply(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn text(&self, id: &Value, text: &str) {
+        self.reply(id, json!({"content": [{"type": "text", "text": text}]}));
+    }
+
+    fn run(self) -> ! {
+        let mut stdin = std::io::stdin().lock();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if stdin.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
+                if std::env::var("FAKE_MCP_STUBBORN").is_ok() {
+                    // Ignores the closed stdin: only a kill ends it.
+                    loop {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                }
+                std::process::exit(0);
+            }
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            self.handle(&message);
+        }
+    }
+
+    fn handle(&self, message: &Value) {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            // An answer to one of our requests.
+            if let Some(id) = id.as_str() {
+                let mut state = self.state.lock().unwrap();
+                let calls_before = state.calls;
+                state.answers.insert(
+                    id.to_owned(),
+                    json!({"message": message, "calls_before": calls_before}),
+                );
+            }
+            return;
+        };
+        match method {
+            "initialize" if self.mode == "silent" => {}
+            "initialize" => {
+                self.state.lock().unwrap().initialize = message["params"].clone();
+                self.reply(
+                    &id,
+                    json!({
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"},
+                    }),
+                );
+            }
+            "notifications/cancelled" => {
+                let cancelled = message["params"]["requestId"].clone();
+                self.state.lock().unwrap().cancelled.push(cancelled);
+            }
+            "tools/list" => self.list(&id, &message["params"]),
+            "tools/call" => {
+                self.state.lock().unwrap().calls += 1;
+                self.call(
+                    &id,
+                    message["params"]["name"].as_str().unwrap_or_default(),
+                    &message["params"]["arguments"],
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn list(&self, id: &Value, params: &Value) {
+        let count = {
+            let mut state = self.state.lock().unwrap();
+            state.list_requests += 1;
+            state.list_requests
+        };
+        let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        let page = match self.mode.as_str() {
+            // No cursor → A → B → A again: a loop.
+            "paged_loop" => {
+                let next = if cursor == Some("A") { "B" } else { "A" };
+                json!({"tools": [tool(&format!("t{count}"))], "nextCursor": next})
+            }
+            "paged_forever" => {
+                json!({"tools": [tool(&format!("t{count}"))], "nextCursor": format!("c{count}")})
+            }
+            "collide" => json!({"tools": [tool("a.b"), tool("c"), tool("a/b")]}),
+            _ => json!({"tools": [
+                tool("echo"),
+                {"name": "files.read", "description": "Reads.", "inputSchema": {"type": "object"},
+                 "annotations": {"readOnlyHint": true}},
+                tool("get weather"),
+                tool(&format!("{}.{}", "x".repeat(70), "one")),
+                tool(&format!("{}.{}", "x".repeat(70), "two")),
+                tool("never"),
+            ]}),
+        };
+        self.reply(id, page);
+    }
+
+    fn call(&self, id: &Value, name: &str, arguments: &Value) {
+        match name {
+            "never" => {}
+            "exit" => std::process::exit(3),
+            "half" => self.raw(b"{\"jsonrpc\":\"2.0\",\"id\":"),
+            "wrong_id" => {
+                let wrong = id.as_i64().unwrap_or(0) + 1000;
+                self.text(&json!(wrong), "for someone else");
+                self.text(&json!("not-yours"), "for someone else");
+            }
+            "junk" => {
+                self.raw(b"a log line that is not JSON\n");
+                self.raw(b"\xff\xfe\xfd not UTF-8 at all\n");
+                self.raw(b"\n   \n");
+                self.raw(b"{\"jsonrpc\":\"2.0\",\"id\":12345,\"result\":{\"x\":\"\xc3\x28\"}}\n");
+                self.raw(b"{\"hello\": \"a JSON object that is not a message\"}\n");
+                self.raw(b"[1, 2, 3]\n");
+                self.text(id, "survived the junk");
+            }
+            "sleep" => {
+                let ms = arguments["ms"].as_u64().unwrap_or(1000);
+                let (out, id) = (Arc::clone(&self.out), id.clone());
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let reply = json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"content": [{"type": "text", "text": "slept"}]}});
+                    let mut out = out.lock().unwrap();
+                    writeln!(out, "{reply}").unwrap();
+                    out.flush().unwrap();
+                });
+            }
+            // `first` is answered only once `second` has arrived: a client that waits for
+            // one call before sending the next never gets an answer to either.
+            "first" => self.state.lock().unwrap().first = Some(id.clone()),
+            "second" => {
+                let first = self.state.lock().unwrap().first.take();
+                self.text(id, "second");
+                match first {
+                    Some(first) => self.text(&first, "first"),
+                    None => self.text(id, "second came first"),
+                }
+            }
+            "media" => self.media(id),
+            "fail" => self.reply(
+                id,
+                json!({"content": [{"type": "text", "text": "disk full"}], "isError": true}),
+            ),
+            "spawn" => {
+                // Its stdio is not ours: a child that outlives a failing test must not
+                // hold the runner's pipes open.
+                let child = std::process::Command::new("sleep")
+                    .arg("1000")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                self.text(id, &format!("{} {}", std::process::id(), child.id()));
+                std::mem::forget(child);
+            }
+            // Between calls (no request of the client's in flight), the server asks the
+            // client for a ping and for its roots.
+            "arm" => self.arm(id),
+            // What the server saw, once any answers it waits for are in.
+            "report" => self.report(id),
+            other => self.text(id, &format!("called {other} with {arguments}")),
+        }
+    }
+
+    fn media(&self, id: &Value) {
+        let content = json!([
+            {"type": "text", "text": "a chart"},
+            {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+            {"type": "resource", "resource":
+                {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "the notes"}},
+            {"type": "resource", "resource":
+                {"uri": "file:///data.bin", "mimeType": "application/zip", "blob": "aGVsbG8h"}},
+            {"type": "resource_link", "uri": "file:///more.md", "name": "more"},
+        ]);
+        self.reply(
+            id,
+            json!({"content": content, "structuredContent": {"total": 3}}),
+        );
+    }
+
+    fn arm(&self, id: &Value) {
+        self.state.lock().unwrap().armed = true;
+        self.text(id, "armed");
+        let out = Arc::clone(&self.out);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let mut out = out.lock().unwrap();
+            writeln!(
+                out,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"})
+            )
+            .unwrap();
+            writeln!(
+                out,
+                "{}",
+                json!({"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"})
+            )
+            .unwrap();
+            out.flush().unwrap();
+        });
+    }
+
+    fn report(&self, id: &Value) {
+        let (out, state, id) = (Arc::clone(&self.out), Arc::clone(&self.state), id.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            loop {
+                let done = {
+                    let state = state.lock().unwrap();
+                    !state.armed || state.answers.len() >= 2
+                };
+                if done || Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let report = {
+                let state = state.lock().unwrap();
+                json!({"answers": state.answers, "cancelled": state.cancelled,
+                       "list_requests": state.list_requests,
+                       "initialize": state.initialize})
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": report.to_string()}]}});
+            let mut out = out.lock().unwrap();
+            writeln!(out, "{reply}").unwrap();
+            out.flush().unwrap();
+        });
+    }
+}
+
+async fn report(server: &McpServer) -> Value {
+    serde_json::from_str(&server.call("report", json!({})).await.unwrap()).unwrap()
+}
+
+/// True once `pid` is gone or a zombie (dead, waiting for a parent to reap it).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which is in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn wait_dead(pid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if dead(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    dead(pid)
+}
+
+fn temp_file(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("harness-mcp-{name}-{}", std::process::id()))
+}
+
+fn assert_timeout(err: &McpError, method: &str, started: Instant, limit: Duration) {
+    assert!(err.is_timeout(), "{err:?}");
+    assert_eq!(err.kind(), McpErrorKind::Timeout);
+    assert!(err.message().contains(method), "{err}");
+    assert!(err.message().contains("300ms"), "{err}");
+    assert!(err.message().contains("McpServer::timeout"), "{err}");
+    let elapsed = started.elapsed();
+    assert!(elapsed >= SHORT, "gave up early: {elapsed:?}");
+    assert!(elapsed < limit, "took {elapsed:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Timeouts over stdio
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_silent_server_times_out_in_the_handshake_and_is_killed() {
+    let pidfile = temp_file("silent-pid");
+    let server =
+        fake_with("silent", &[("FAKE_MCP_PIDFILE", pidfile.to_str().unwrap())]).timeout(SHORT);
+    let started = Instant::now();
+    let err = server.connect().await.unwrap_err();
+    assert_timeout(&err, "initialize", started, Duration::from_secs(2));
+    // A tool call on it fails the same way, and does not hang either.
+    let started = Instant::now();
+    let err = server.call("echo", json!({})).await.unwrap_err();
+    assert_timeout(&err, "initialize", started, Duration::from_secs(2));
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    assert!(
+        wait_dead(pid, Duration::from_secs(3)).await,
+        "the silent server {pid} outlived its failed handshake"
+    );
+    let _ = std::fs::remove_file(pidfile);
+}
+
+#[tokio::test]
+async fn a_call_that_is_never_answered_times_out_and_is_cancelled() {
+    let server = fake("tools").timeout(SHORT);
+    server.connect().await.unwrap();
+    let started = Instant::now();
+    let err = server.call("never", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    // The server was told to stop working on it.
+    let seen = report(&server).await;
+    assert_eq!(seen["cancelled"].as_array().unwrap().len(), 1, "{seen}");
+    // A per-call timeout overrides the server's.
+    let started = Instant::now();
+    let err = server
+        .call_with_timeout("never", json!({}), Duration::from_millis(150))
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout() && err.message().contains("150ms"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // And a longer one lets a slow call finish.
+    let text = server
+        .call_with_timeout("sleep", json!({"ms": 500}), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(text, "slept");
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_half_written_line_then_silence_times_out() {
+    let server = fake("tools").name("half-writer").timeout(SHORT);
+    server.connect().await.unwrap();
+    let started = Instant::now();
+    let err = server.call("half", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    assert!(
+        err.message()
+            .starts_with("MCP server `half-writer` did not answer"),
+        "{err}"
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn answers_with_the_wrong_ids_time_out() {
+    let server = fake("tools").timeout(SHORT);
+    server.connect().await.unwrap();
+    let started = Instant::now();
+    let err = server.call("wrong_id", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    // The connection still works afterwards.
+    assert!(
+        server
+            .call("echo", json!({}))
+            .await
+            .unwrap()
+            .contains("echo")
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn junk_on_stdout_is_skipped() {
+    let server = fake("tools");
+    assert_eq!(
+        server.call("junk", json!({})).await.unwrap(),
+        "survived the junk"
+    );
+    // The junk left nothing behind: the next call is answered as usual.
+    assert_eq!(
+        server.call("echo", json!({"a": 1})).await.unwrap(),
+        "called echo with {\"a\":1}"
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timeout_inside_an_agent_run_reaches_the_model_as_the_result() {
+    let server = fake("tools").timeout(SHORT);
+    let tools = server.tools().await.unwrap();
+    let model = Arc::new(ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![ToolCall::new("never", json!({})).with_id("1")]),
+        CompletionResponse::text("gave up"),
+    ]));
+    let agent = Agent::builder()
+        .shared_model(model.clone())
+        .toolbox(Toolbox::builder().tools(tools).build().unwrap())
+        .build()
+        .unwrap();
+    let state = agent.run("call never").await.unwrap();
+    assert_eq!(state.output_text(), "gave up");
+    let result = model.requests()[1]
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .cloned()
+        .expect("the tool result went back to the model");
+    assert_eq!(result.name.as_deref(), Some("never"));
+    let text = result.text();
+    assert!(
+        text.contains("did not answer tools/call within 300ms"),
+        "{text}"
+    );
+    server.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Concurrency and server requests over stdio
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn two_calls_to_one_server_are_in_flight_at_once() {
+    let server = fake("tools").timeout(Duration::from_secs(5));
+    server.connect().await.unwrap();
+    // `first` is answered only after `second` has reached the server.
+    let (first, second) = tokio::join!(server.call("first", json!({})), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        server.call("second", json!({})).await
+    });
+    assert_eq!(first.unwrap(), "first");
+    assert_eq!(second.unwrap(), "second");
+
+    // Two calls of a second each take about a second together, not two.
+    let started = Instant::now();
+    let (a, b) = tokio::join!(
+        server.call("sleep", json!({"ms": 1000})),
+        server.call("sleep", json!({"ms": 1000}))
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        ("slept".to_owned(), "slept".to_owned())
+    );
+    assert!(elapsed < Duration::from_millis(1700), "took {elapsed:?}");
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn server_requests_between_calls_are_answered() {
+    let root = std::env::temp_dir().join("harness mcp root");
+    let server = fake("tools").with_roots(vec![root.clone()]);
+    assert_eq!(server.call("arm", json!({})).await.unwrap(), "armed");
+    // No call in flight while the server asks.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = report(&server).await;
+    let answers = &seen["answers"];
+    assert_eq!(
+        answers["srv-ping"]["message"]["result"],
+        json!({}),
+        "{seen}"
+    );
+    // Answered before the next call reached the server: a client that reads only while
+    // it waits for a reply of its own would have answered during `report`.
+    assert_eq!(answers["srv-ping"]["calls_before"], json!(1), "{seen}");
+    assert_eq!(answers["srv-roots"]["calls_before"], json!(1), "{seen}");
+    let roots = &answers["srv-roots"]["message"]["result"]["roots"];
+    assert_eq!(
+        roots[0]["uri"],
+        json!(format!("file://{}", root.display()).replace(' ', "%20")),
+        "{seen}"
+    );
+    assert_eq!(roots[0]["name"], json!("harness mcp root"));
+    // The handshake declared the roots, and who is asking.
+    let initialize = &seen["initialize"];
+    assert!(initialize["capabilities"]["roots"].is_object(), "{seen}");
+    assert_eq!(initialize["protocolVersion"], json!("2025-11-25"));
+    assert_eq!(initialize["clientInfo"]["name"], json!("deepharness"));
+    assert_eq!(
+        server.server_info().unwrap()["protocolVersion"],
+        json!("2025-06-18")
+    );
+    server.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Paging
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn paging_stops_at_a_repeated_cursor() {
+    let server = fake("paged_loop");
+    let names: Vec<String> = server
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    // Pages: (none) → A → B → A: the third page's cursor was seen before.
+    assert_eq!(names, ["t1", "t2", "t3"]);
+    assert_eq!(report(&server).await["list_requests"], json!(3));
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn paging_stops_at_the_page_cap() {
+    let server = fake("paged_forever");
+    let tools = server.list_tools().await.unwrap();
+    assert_eq!(tools.len(), harness_tools::mcp::MAX_LIST_PAGES);
+    assert_eq!(tools.last().unwrap().name, "t1000");
+    assert_eq!(report(&server).await["list_requests"], json!(1000));
+    server.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Stopping: the whole process group dies
+// ---------------------------------------------------------------------------------------
+
+async fn spawned_pids(server: &McpServer) -> (u32, u32) {
+    let text = server.call("spawn", json!({})).await.unwrap();
+    let (server_pid, child_pid) = text.split_once(' ').unwrap();
+    let pids = (server_pid.parse().unwrap(), child_pid.parse().unwrap());
+    assert!(!dead(pids.0) && !dead(pids.1));
+    pids
+}
+
+#[tokio::test]
+async fn close_kills_the_whole_process_group() {
+    // The server ignores its closed stdin, so only the kill ends it.
+    let server = fake_with("tools", &[("FAKE_MCP_STUBBORN", "1")]);
+    let (server_pid, child_pid) = spawned_pids(&server).await;
+    let started = Instant::now();
+    server.close().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert!(dead(server_pid), "the server {server_pid} survived close");
+    assert!(
+        wait_dead(child_pid, Duration::from_secs(3)).await,
+        "the server's child {child_pid} survived close"
+    );
+    server.close().await.unwrap(); // twice is fine
+    let err = server.call("echo", json!({})).await.unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+}
+
+#[tokio::test]
+async fn dropping_the_last_clone_kills_the_whole_process_group() {
+    let server = fake("tools");
+    let tools = server.tools().await.unwrap();
+    let (server_pid, child_pid) = spawned_pids(&server).await;
+    let clone = server.clone();
+    drop(server);
+    drop(clone);
+    // The tools hold the server too.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!dead(server_pid), "killed while its tools were alive");
+    drop(tools);
+    assert!(
+        wait_dead(server_pid, Duration::from_secs(3)).await,
+        "the server {server_pid} survived the drop"
+    );
+    assert!(
+        wait_dead(child_pid, Duration::from_secs(3)).await,
+        "the server's child {child_pid} survived the drop"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_exits_is_a_transport_error_then_restarted_on_next_use() {
+    let server = fake("tools");
+    let (first_pid, _) = spawned_pids(&server).await;
+    let err = server.call("exit", json!({})).await.unwrap_err();
+    assert!(err.is_transport(), "{err:?}");
+    assert!(
+        err.message()
+            .contains("closed the connection during tools/call"),
+        "{err}"
+    );
+    let (second_pid, _) = spawned_pids(&server).await;
+    assert_ne!(first_pid, second_pid);
+    server.close().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Results and names
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn non_text_results_reach_the_model() {
+    let server = fake("tools");
+    let text = server.call("media", json!({})).await.unwrap();
+    assert_eq!(
+        text,
+        "a chart\n[image image/png, 5 bytes]\n[audio audio/wav, 2 bytes]\n\
+         [resource file:///notes.txt text/plain]\nthe notes\n\
+         [resource file:///data.bin application/zip, 6 bytes]\n\
+         [resource link more file:///more.md]\n{\"total\":3}"
+    );
+    let result = server.call_content("media", json!({})).await.unwrap();
+    assert!(!result.is_error);
+    assert_eq!(result.structured_content, Some(json!({"total": 3})));
+    let images = result.images();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].media_type(), Some("image/png"));
+    assert_eq!(images[0].data(), Some("aGVsbG8="));
+    assert!(
+        matches!(&result.content[3], McpContent::Resource { text: Some(t), .. } if t == "the notes")
+    );
+
+    // isError stays an error, with the server's text.
+    let err = server.call("fail", json!({})).await.unwrap_err();
+    assert!(err.is_tool_failed(), "{err:?}");
+    assert_eq!(err.message(), "fail failed: disk full");
+    let failed = server.call_content("fail", json!({})).await.unwrap();
+    assert!(failed.is_error);
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn tool_names_a_vendor_would_refuse_are_mapped_and_called_by_their_own_name() {
+    let server = fake("tools");
+    let listed = server.list_tools().await.unwrap();
+    let model_names: Vec<&str> = listed.iter().map(|t| t.model_name.as_str()).collect();
+    assert_eq!(&model_names[..3], ["echo", "files_read", "get_weather"]);
+    let (long_one, long_two) = (&listed[3], &listed[4]);
+    assert_eq!(long_one.model_name.len(), 64);
+    assert_ne!(long_one.model_name, long_two.model_name);
+
+    let tools = server.tools().await.unwrap();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+            .clone()
+    };
+    let read = find("files_read");
+    assert!(!read.spec().requires_approval);
+    let text = read.call(json!({"path": "a"}), Ctx::new()).await.unwrap();
+    assert_eq!(text, "called files.read with {\"path\":\"a\"}");
+    let text = find(&long_two.model_name)
+        .call(json!({}), Ctx::new())
+        .await
+        .unwrap();
+    assert_eq!(text, format!("called {} with {{}}", long_two.name));
+    // Every name offered is one OpenAI accepts.
+    for tool in &tools {
+        let name = &tool.spec().name;
+        assert!(
+            name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "{name}"
+        );
+    }
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn names_that_collide_once_mapped_are_refused() {
+    let server = fake("collide");
+    let err = server.tools().await.err().unwrap();
+    assert!(err.is_configuration(), "{err:?}");
+    let message = err.message();
+    assert!(
+        message.contains("fake_mcp_server"),
+        "names the server: {message}"
+    );
+    assert!(
+        message.contains("\"a.b\"") && message.contains("\"a/b\""),
+        "{message}"
+    );
+    assert!(message.contains("\"a_b\""), "{message}");
+    // The listing itself is still there, for calling them by their own names.
+    assert_eq!(server.list_tools().await.unwrap().len(), 3);
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_program_is_a_transport_error_that_says_so() {
+    let server = McpServer::stdio(["/nonexistent/mcp-server"]).unwrap();
+    let err = server.connect().await.unwrap_err();
+    assert!(err.is_transport(), "{err:?}");
+    assert!(err.message().contains("cannot start MCP server"), "{err}");
+    let err = McpServer::stdio(Vec::<String>::new()).unwrap_err();
+    assert!(err.is_configuration());
+}
+
+// ---------------------------------------------------------------------------------------
+// Streamable HTTP faults, on loopback
+// ---------------------------------------------------------------------------------------
+
+/// A bare HTTP/1.1 MCP endpoint: answers the handshake, then misbehaves on `tools/call`
+/// as `mode` says. Every response closes its connection.
+async fn http_server(mode: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(handle_http(socket, mode));
+        }
+    });
+    url
+}
+
+async fn respond(socket: &mut TcpStream, status: &str, body: &Value) {
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = socket.write_all(head.as_bytes()).await;
+    let _ = socket.write_all(body.as_bytes()).await;
+}
+
+async fn handle_http(mut socket: TcpStream, mode: &'static str) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let verb = head.split(' ').next().unwrap_or_default().to_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let message: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    let id = message["id"].clone();
+    match (verb.as_str(), message["method"].as_str()) {
+        ("POST", Some("initialize")) if mode == "silent" => {
+            // Holds the connection open and says nothing.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+        ("POST", Some("initialize")) => {
+            let result = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "fake-http", "version": "1"}});
+            respond(
+                &mut socket,
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            )
+            .await;
+        }
+        ("POST", Some("tools/call")) if mode == "comments" => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                        cache-control: no-cache\r\nconnection: close\r\n\r\n";
+            if socket.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            // Only comments, forever: no event ever carries the answer.
+            while socket.write_all(b": still thinking\n\n").await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        ("POST", Some("tools/call")) => {
+            let wrong = id.as_i64().unwrap_or(0) + 1000;
+            let result = json!({"content": [{"type": "text", "text": "for someone else"}]});
+            respond(
+                &mut socket,
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": wrong, "result": result}),
+            )
+            .await;
+        }
+        ("POST", _) if id.is_null() => respond(&mut socket, "202 Accepted", &Value::Null).await,
+        ("POST", _) => {
+            let error = json!({"code": -32601, "message": "no such method"});
+            respond(
+                &mut socket,
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            )
+            .await;
+        }
+        ("DELETE", _) => respond(&mut socket, "200 OK", &Value::Null).await,
+        _ => respond(&mut socket, "405 Method Not Allowed", &Value::Null).await,
+    }
+}
+
+#[tokio::test]
+async fn a_reply_stream_of_only_comments_times_out() {
+    let url = http_server("comments").await;
+    let server = McpServer::http(&url, &[]).unwrap().timeout(SHORT);
+    server.connect().await.unwrap();
+    let started = Instant::now();
+    let err = server.call("think", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_http_answer_with_the_wrong_id_times_out() {
+    let url = http_server("wrong_id").await;
+    let server = McpServer::http(&url, &[("Authorization".to_owned(), "Bearer t".to_owned())])
+        .unwrap()
+        .timeout(SHORT);
+    server.connect().await.unwrap();
+    let started = Instant::now();
+    let err = server.call("anything", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_silent_http_server_times_out_in_the_handshake() {
+    let url = http_server("silent").await;
+    let server = McpServer::http(&url, &[]).unwrap().timeout(SHORT);
+    let started = Instant::now();
+    let err = server.list_tools().await.unwrap_err();
+    assert_timeout(&err, "initialize", started, Duration::from_secs(2));
+}
+
+#[test]
+fn headers_the_client_sets_itself_are_refused() {
+    let err =
+        McpServer::http("http://127.0.0.1:1/mcp", &[("Accept".into(), "x".into())]).unwrap_err();
+    assert!(err.is_configuration());
+    assert!(err.message().contains("accept"), "{err}");
+    let err = McpServer::http(
+        "http://127.0.0.1:1/mcp",
+        &[("bad header".into(), "x".into())],
+    )
+    .unwrap_err();
+    assert!(err.is_configuration());
+}
+
+// ---------------------------------------------------------------------------------------
+// A transport of the user's own, through the adapter
+// ---------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Recorded {
+    notified: Vec<(String, Value)>,
+    closed: usize,
+}
+
+/// An in-memory server behind the three-method seam.
+#[derive(Clone, Default)]
+struct InMemory(Arc<Mutex<Recorded>>);
+
+#[async_trait::async_trait]
+impl Transport for InMemory {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        match method {
+            "initialize" => Ok(json!({"protocolVersion": "2025-03-26", "capabilities": {},
+                                      "serverInfo": {"name": "in-memory", "version": "1"}})),
+            "tools/list" => Ok(
+                json!({"tools": [{"name": "hang", "inputSchema": {"type": "object"}},
+                                                {"name": "up", "inputSchema": {"type": "object"}}]}),
+            ),
+            "tools/call" => match params["name"].as_str() {
+                Some("hang") => std::future::pending().await,
+                Some("down") => Err(McpError::with_kind(McpErrorKind::Transport, "link down")),
+                _ => {
+                    Ok(json!({"content": [{"type": "text", "text": params["arguments"]["word"]}]}))
+                }
+            },
+            other => Err(McpError::with_kind(
+                McpErrorKind::Refused,
+                format!("no {other}"),
+            )),
+        }
+    }
+
+    async fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
+        self.0
+            .lock()
+            .unwrap()
+            .notified
+            .push((method.to_owned(), params));
+        Ok(())
+    }
+
+    async fn close(&self) -> Result<(), McpError> {
+        self.0.lock().unwrap().closed += 1;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_transport_of_ones_own_gets_timeouts_and_keeps_its_error_kinds() {
+    let transport = InMemory::default();
+    let server = McpServer::new(transport.clone()).timeout(SHORT);
+    let names: Vec<String> = server
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["hang", "up"]);
+    assert_eq!(
+        server.server_info().unwrap()["serverInfo"]["name"],
+        json!("in-memory")
+    );
+    assert_eq!(
+        server.call("up", json!({"word": "hi"})).await.unwrap(),
+        "hi"
+    );
+
+    let started = Instant::now();
+    let err = server.call("hang", json!({})).await.unwrap_err();
+    assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
+    let err = server.call("down", json!({})).await.unwrap_err();
+    assert!(err.is_transport(), "{err:?}");
+    assert_eq!(err.message(), "link down");
+
+    server.close().await.unwrap();
+    let recorded = transport.0.lock().unwrap();
+    let methods: Vec<&str> = recorded.notified.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["notifications/initialized", "notifications/cancelled"]
+    );
+    assert_eq!(recorded.closed, 1);
+}
