@@ -203,6 +203,7 @@ impl FakeServer {
                 tool(&format!("{}.{}", "x".repeat(70), "one")),
                 tool(&format!("{}.{}", "x".repeat(70), "two")),
                 tool("never"),
+                tool("media"),
             ]}),
         };
         self.reply(id, page);
@@ -705,6 +706,18 @@ async fn non_text_results_reach_the_model() {
     assert_eq!(images[0].data(), Some("aGVsbG8="));
     assert!(
         matches!(&result.content[3], McpContent::Resource { text: Some(t), .. } if t == "the notes")
+    );
+
+    // Through the tool an agent holds, the image itself follows the text, so a model that
+    // reads images sees it (the agent loop records these blocks in the tool message).
+    let tools = server.tools().await.unwrap();
+    let media = tools.iter().find(|t| t.spec().name == "media").unwrap();
+    let content = media.call_content(json!({}), Ctx::new()).await.unwrap();
+    let blocks = content.blocks();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0].as_text(), Some(text.as_str()));
+    assert!(
+        matches!(&blocks[1], harness_core::Block::Image(image) if image.data() == Some("aGVsbG8="))
     );
 
     // isError stays an error, with the server's text.

@@ -475,23 +475,7 @@ impl McpServer {
         let result = self
             .call_content_with_timeout(name, arguments, timeout)
             .await?;
-        let text = result.text();
-        if result.is_error {
-            let detail = if text.is_empty() {
-                "no detail given"
-            } else {
-                text.as_str()
-            };
-            return Err(McpError::with_kind(
-                McpErrorKind::ToolFailed,
-                format!("{name} failed: {detail}"),
-            ));
-        }
-        Ok(if text.is_empty() {
-            "(no output)".to_owned()
-        } else {
-            text
-        })
+        succeeded(name, &result)
     }
 
     /// Calls tool `name` and returns the whole typed result: text, images (as
@@ -655,6 +639,51 @@ impl Tool for RemoteTool {
             .await
             .map_err(|e| harness_core::Error::tool_failed(&self.spec.name, e.to_string()))
     }
+
+    /// The text (images named in it where they stood) followed by the images themselves,
+    /// so a model that reads images sees them.
+    async fn call_content(
+        &self,
+        arguments: Value,
+        _ctx: Ctx,
+    ) -> harness_core::Result<harness_core::Content> {
+        let failed = |e: McpError| harness_core::Error::tool_failed(&self.spec.name, e.to_string());
+        let result = self
+            .server
+            .call_content(&self.server_name, arguments)
+            .await
+            .map_err(failed)?;
+        let text = succeeded(&self.server_name, &result).map_err(failed)?;
+        let images = result.images();
+        if images.is_empty() {
+            return Ok(harness_core::Content::Text(text));
+        }
+        let mut blocks = vec![harness_core::Block::text(text)];
+        blocks.extend(images.into_iter().cloned().map(harness_core::Block::Image));
+        Ok(harness_core::Content::Blocks(blocks))
+    }
+}
+
+/// The text a model reads of a call's result (`(no output)` for none), or, when the server
+/// marked the call failed (`isError`), the error `{name} failed: {text}`.
+fn succeeded(name: &str, result: &McpCallResult) -> Result<String, McpError> {
+    let text = result.text();
+    if result.is_error {
+        let detail = if text.is_empty() {
+            "no detail given"
+        } else {
+            text.as_str()
+        };
+        return Err(McpError::with_kind(
+            McpErrorKind::ToolFailed,
+            format!("{name} failed: {detail}"),
+        ));
+    }
+    Ok(if text.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        text
+    })
 }
 
 /// `node index.js` for `node /srv/mcp/index.js --token s3cret`: the program and its first
