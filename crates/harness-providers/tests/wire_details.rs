@@ -123,6 +123,10 @@ fn unparseable_tool_arguments_become_no_arguments() {
         err.to_string().contains("OpenAI response has no choices"),
         "{err}"
     );
+    assert_eq!(
+        err.provider().unwrap().kind(),
+        harness_core::ProviderErrorKind::Malformed
+    );
     // A long answer is clipped in the message without cutting a character in two.
     let long = json!({"choices": [], "note": "é".repeat(300)});
     let err = harness_providers::parse::openai(&long).unwrap_err();
