@@ -463,15 +463,15 @@ fn mutate(rng: &mut Rng, body: &[u8]) -> Vec<u8> {
                 let garbage: Vec<u8> = bytes(rng, 1..32);
                 body.splice(a..a, garbage);
             }
-            _ => odd_count(rng, &mut body),
+            _ => odd_count(rng, &mut body, false),
         }
     }
     body
 }
 
 /// Replaces the value of a random token-count field (`"..._tokens":`, `"...TokenCount":`)
-/// by an odd one.
-fn odd_count(rng: &mut Rng, body: &mut Vec<u8>) {
+/// by an odd one (`readable`: one that is still JSON serde_json can hold, so not `1e400`).
+fn odd_count(rng: &mut Rng, body: &mut Vec<u8>, readable: bool) {
     let fields: Vec<usize> = [&b"tokens\":"[..], b"TokenCount\":"]
         .iter()
         .flat_map(|key| {
@@ -484,11 +484,31 @@ fn odd_count(rng: &mut Rng, body: &mut Vec<u8>) {
     let Some(&start) = rng.choice(&fields) else {
         return;
     };
+    // The value ends at a comma or line end outside brackets, or at the bracket that
+    // closes its object (an odd value put here before may be `{}` or `[]`).
+    let mut depth = 0_usize;
     let end = body[start..]
         .iter()
-        .position(|b| !(b.is_ascii_digit() || *b == b' '))
+        .position(|&b| match b {
+            b'{' | b'[' => {
+                depth += 1;
+                false
+            }
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                false
+            }
+            b'}' | b']' | b'\n' | b'\r' => true,
+            b',' => depth == 0,
+            _ => false,
+        })
         .map_or(body.len(), |n| start + n);
-    let odd = rng.choice(ODD_COUNTS).unwrap();
+    let odd = loop {
+        let odd = rng.choice(ODD_COUNTS).unwrap();
+        if !readable || serde_json::from_str::<Value>(odd).is_ok() {
+            break odd;
+        }
+    };
     body.splice(start..end, odd.bytes());
 }
 
@@ -541,6 +561,46 @@ fn stream_cuts(target: &str, format: StreamFormat, dirs: &[&str]) {
             Err(err) => typed(&err),
         }
     });
+}
+
+/// Odd token counts (huge, negative, fractional, not numbers) in a recording: the turn is
+/// the whole recording's all the same. A vendor's odd usage must not cost its answer.
+fn stream_odd_counts(target: &str, format: StreamFormat, dirs: &[&str]) {
+    let recordings = recordings(format, dirs);
+    check(target, |rng| {
+        let recording = rng.choice(&recordings).unwrap();
+        let mut body = recording.body.clone();
+        for _ in 0..rng.usize(1..=3) {
+            odd_count(rng, &mut body, true);
+        }
+        let chunk = rng.usize(1..=body.len());
+        let (result, text, _) = decoded(format, &body, chunk);
+        let response = result.unwrap_or_else(|e| panic!("{}: {e}", recording.name));
+        sound(&response);
+        assert_eq!(text, recording.text);
+        assert_eq!(response.content(), recording.whole.content());
+        assert_eq!(response.tool_calls(), recording.whole.tool_calls());
+        assert_eq!(response.finish_reason(), recording.whole.finish_reason());
+    });
+}
+
+#[test]
+fn odd_token_counts_in_a_stream_keep_the_answer() {
+    stream_odd_counts(
+        "openai stream: odd counts",
+        StreamFormat::OpenAi,
+        &["openai", "llamacpp"],
+    );
+    stream_odd_counts(
+        "anthropic stream: odd counts",
+        StreamFormat::Anthropic,
+        &["anthropic"],
+    );
+    stream_odd_counts(
+        "gemini stream: odd counts",
+        StreamFormat::Gemini,
+        &["gemini"],
+    );
 }
 
 #[test]
@@ -749,6 +809,56 @@ fn parser_mutations(target: &str, parse: Parser, dirs: &[&str]) {
             }
         }
     });
+}
+
+/// Odd token counts in a recorded answer: the answer is the same all the same.
+fn parser_odd_counts(target: &str, parse: Parser, dirs: &[&str]) {
+    let answers = answers(dirs);
+    check(target, |rng| {
+        let original = rng.choice(&answers).unwrap();
+        let whole = parse(original).unwrap();
+        let mut answer = original.clone();
+        let mut all = Vec::new();
+        pointers(&answer, "", &mut all);
+        all.retain(|p| {
+            let key = p
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            key.ends_with("tokens") || key.ends_with("tokencount")
+        });
+        for _ in 0..rng.usize(1..=3) {
+            let Some(at) = rng.choice(&all) else { break };
+            let odd = serde_json::from_str(rng.choice(ODD_COUNTS).unwrap())
+                .unwrap_or_else(|_| number(rng));
+            *answer.pointer_mut(at).unwrap() = odd;
+        }
+        let response = parse(&answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
+        sound(&response);
+        assert_eq!(response.content(), whole.content());
+        assert_eq!(response.tool_calls(), whole.tool_calls());
+        assert_eq!(response.finish_reason(), whole.finish_reason());
+    });
+}
+
+#[test]
+fn odd_token_counts_in_an_answer_keep_the_answer() {
+    parser_odd_counts(
+        "openai parser: odd counts",
+        harness_providers::parse::openai,
+        &["openai", "llamacpp"],
+    );
+    parser_odd_counts(
+        "anthropic parser: odd counts",
+        harness_providers::parse::anthropic,
+        &["anthropic"],
+    );
+    parser_odd_counts(
+        "gemini parser: odd counts",
+        harness_providers::parse::gemini,
+        &["gemini"],
+    );
 }
 
 #[test]
