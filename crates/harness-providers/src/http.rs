@@ -116,6 +116,7 @@ pub(crate) struct Connection {
     pub(crate) idle_timeout: Option<Duration>,
     #[allow(clippy::option_option)] // not set (the default stands), or set, perhaps to none
     pub(crate) stream_timeout: Option<Option<Duration>>,
+    pub(crate) max_response_bytes: Option<usize>,
     pub(crate) retry: RetryPolicy,
 }
 
@@ -160,6 +161,9 @@ impl Connection {
         }
         if let Some(t) = self.stream_timeout {
             config.stream_timeout = t;
+        }
+        if let Some(bytes) = self.max_response_bytes {
+            config.max_response_bytes = bytes;
         }
         config
     }
@@ -206,6 +210,15 @@ macro_rules! connection_setters {
         /// How long a whole stream may take (default one hour); `None` for no limit.
         pub fn stream_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
             self.connection.stream_timeout = Some(timeout);
+            self
+        }
+
+        /// The most a response may hold: a non-streamed body, or one event of a stream
+        /// (default 64 MiB). A larger one fails as
+        /// [`ProviderErrorKind::Malformed`](harness_core::ProviderErrorKind::Malformed)
+        /// instead of exhausting memory.
+        pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+            self.connection.max_response_bytes = Some(bytes);
             self
         }
 

@@ -2,7 +2,8 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, FinishReason, Llm, LlmEvent, Message,
-    ProviderError, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+    ProviderError, ProviderErrorKind, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall,
+    ToolSpec,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -362,6 +363,7 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
             "openai",
             format!("OpenAI response has no choices: {}", clip(answer)),
         )
+        .with_kind(ProviderErrorKind::Malformed)
         .into());
     };
     let message = required("OpenAI", choice, "message")?;

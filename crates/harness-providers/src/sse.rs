@@ -165,7 +165,10 @@ impl SseDecoder {
                 self.last_id = Some(id);
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+                // Digits past a u64 are ignored; the time already set stands.
+                if let Some(ms) = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()) {
+                    self.retry = Some(ms);
+                }
             }
             _ => {}
         }
@@ -244,6 +247,9 @@ mod tests {
         decoder.feed(body, |_| {});
         assert_eq!(decoder.retry(), Some(500));
         assert_eq!(decoder.last_event_id(), Some("7"));
+        // A retry too large for a u64 leaves the last one in place.
+        decoder.feed(b"retry: 99999999999999999999999\n\n", |_| {});
+        assert_eq!(decoder.retry(), Some(500));
     }
 
     #[test]

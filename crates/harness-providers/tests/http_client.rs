@@ -250,6 +250,7 @@ fn every_vendor_builder_takes_the_connection_settings_and_shows_them() {
         assert_eq!(config.connect_timeout, Duration::from_secs(3), "{model}");
         assert_eq!(config.max_concurrency, Some(2), "{model}");
         assert_eq!(config.retry.attempts, 2, "{model}");
+        assert_eq!(config.max_response_bytes, 4096, "{model}");
     }
     // The builders share their connection setters but no trait: one macro sets them all.
     macro_rules! configured {
@@ -260,6 +261,7 @@ fn every_vendor_builder_takes_the_connection_settings_and_shows_them() {
                 .timeout(Duration::from_secs(42))
                 .connect_timeout(Duration::from_secs(3))
                 .max_concurrency(2)
+                .max_response_bytes(4096)
                 .retry(RetryPolicy {
                     attempts: 2,
                     ..RetryPolicy::default()

@@ -135,6 +135,10 @@ fn unparseable_tool_arguments_are_kept_as_sent_and_never_invented() {
         err.to_string().contains("OpenAI response has no choices"),
         "{err}"
     );
+    assert_eq!(
+        err.provider().unwrap().kind(),
+        harness_core::ProviderErrorKind::Malformed
+    );
     // A long answer is clipped in the message without cutting a character in two.
     let long = json!({"choices": [], "note": "é".repeat(300)});
     let err = harness_providers::parse::openai(&long).unwrap_err();
