@@ -150,13 +150,51 @@ impl<'a, A: Accumulator> Reader<'a, A> {
                     }
                 }
                 Ok(None) => {
+                    // An event still open at the end, whose data does not read, was cut in
+                    // the middle: the stream is incomplete, not malformed.
+                    let open_event = self.decoder.buffered() > 0;
+                    let queued = self.queue.len();
                     self.take_events(None);
-                    let last = self.conclude();
-                    self.queue.push_back(last);
+                    if open_event && self.queue.len() > queued {
+                        self.mark_cut_mid_event();
+                    }
+                    if !self.queue.back().is_some_and(Result::is_err) {
+                        let last = self.conclude();
+                        self.queue.push_back(last);
+                    }
                     self.ended = true;
                 }
                 Err(error) => self.queue.push_back(Err(error)),
             }
+        }
+    }
+
+    /// Turns an unreadable last event into the error that says the stream was cut inside it.
+    fn mark_cut_mid_event(&mut self) {
+        let Some(Err(error)) = self.queue.back() else {
+            return;
+        };
+        let Some(provider) = error
+            .provider()
+            .filter(|p| p.kind() == ProviderErrorKind::Malformed)
+        else {
+            return;
+        };
+        let mut cut = ProviderError::new(
+            provider.provider(),
+            format!(
+                "the stream from {} ended in the middle of an event ({}): the answer is \
+                 incomplete (a dropped connection or a proxy that cut the body)",
+                self.url,
+                provider.message()
+            ),
+        )
+        .with_kind(ProviderErrorKind::Incomplete);
+        if let Some(body) = provider.body() {
+            cut = cut.with_body(body);
+        }
+        if let Some(last) = self.queue.back_mut() {
+            *last = Err(cut.into());
         }
     }
 

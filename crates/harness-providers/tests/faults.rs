@@ -812,7 +812,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
     );
 
     probes.add(
-        format!("{v} stream: cut mid-event, clean close → Malformed"),
+        format!("{v} stream: cut mid-event, clean close → Incomplete"),
         4,
         move |n| async move {
             let sent = [vendor.opening(), vendor.delta("Hel"), vendor.delta("lo")].concat();
@@ -825,8 +825,8 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
                 FaultServer::always(body(200, Some("text/event-stream"), sent[..cut].to_vec()))
                     .await;
             let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
-            let err = failed(&got.end, ProviderErrorKind::Malformed, vendor);
-            contains(err, "unreadable");
+            let err = failed(&got.end, ProviderErrorKind::Incomplete, vendor);
+            contains(err, "ended in the middle of an event");
             assert_eq!(got.text, "Hel");
         },
     );
