@@ -34,6 +34,10 @@ fn cases(target: &str, mut case: impl FnMut(&mut fastrand::Rng)) {
              DEEPHARNESS_FUZZ_CASES=1"
         );
     }
+    println!(
+        "{target}: {count} cases passed (seeds {base}..{})",
+        base.wrapping_add(count)
+    );
 }
 
 /// Random JSON, `depth` levels deep at most, with the awkward values a vendor or a file can
