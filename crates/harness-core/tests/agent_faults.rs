@@ -187,7 +187,7 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
     });
     let runs = Arc::clone(&tool_runs);
     let counter = harness_core::Toolbox::builder()
-        .tool(CountTool(runs))
+        .tool(CountTool(runs, no_parameters("count", "Count.")))
         .build()
         .unwrap();
     let agent = Agent::builder()
@@ -249,19 +249,21 @@ async fn a_failed_stream_ends_with_the_error_and_its_state() {
 }
 
 /// Counts its calls in a shared counter.
-struct CountTool(Arc<AtomicUsize>);
+struct CountTool(Arc<AtomicUsize>, harness_core::ToolSpec);
+
+/// The spec of a tool that takes no arguments.
+fn no_parameters(name: &str, description: &str) -> harness_core::ToolSpec {
+    harness_core::ToolSpec::new(
+        name,
+        description,
+        json!({"type": "object", "properties": {}}),
+    )
+}
 
 #[harness_core::async_trait]
 impl harness_core::Tool for CountTool {
     fn spec(&self) -> &harness_core::ToolSpec {
-        static SPEC: std::sync::OnceLock<harness_core::ToolSpec> = std::sync::OnceLock::new();
-        SPEC.get_or_init(|| {
-            harness_core::ToolSpec::new(
-                "count",
-                "Count.",
-                json!({"type": "object", "properties": {}}),
-            )
-        })
+        &self.1
     }
 
     async fn call(
@@ -275,19 +277,18 @@ impl harness_core::Tool for CountTool {
 }
 
 /// A tool whose result holds an image beside its text.
-struct Screenshot;
+struct Screenshot(harness_core::ToolSpec);
+
+impl Screenshot {
+    fn new() -> Self {
+        Self(no_parameters("screenshot", "Take a screenshot."))
+    }
+}
 
 #[harness_core::async_trait]
 impl harness_core::Tool for Screenshot {
     fn spec(&self) -> &harness_core::ToolSpec {
-        static SPEC: std::sync::OnceLock<harness_core::ToolSpec> = std::sync::OnceLock::new();
-        SPEC.get_or_init(|| {
-            harness_core::ToolSpec::new(
-                "screenshot",
-                "Take a screenshot.",
-                json!({"type": "object", "properties": {}}),
-            )
-        })
+        &self.0
     }
 
     async fn call(
@@ -322,7 +323,7 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
     ]);
     let agent = Agent::builder()
         .model(model)
-        .tool(Screenshot)
+        .tool(Screenshot::new())
         .build()
         .unwrap();
     let events: Vec<AgentEvent> = agent
@@ -354,7 +355,7 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
     );
     // The toolbox's text call still gives the text alone.
     let toolbox = harness_core::Toolbox::builder()
-        .tool(Screenshot)
+        .tool(Screenshot::new())
         .build()
         .unwrap();
     assert_eq!(

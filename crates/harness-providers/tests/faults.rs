@@ -58,7 +58,7 @@ enum Step {
     Reset,
 }
 
-/// A request as the server read it.
+/// What a probe's script sees of a request.
 #[derive(Clone, Debug)]
 struct Seen {
     target: String,
@@ -176,38 +176,12 @@ async fn write(socket: &mut TcpStream, bytes: &[u8]) -> bool {
     socket.write_all(bytes).await.is_ok() && socket.flush().await.is_ok()
 }
 
+/// A request as the server read it: its target and its body as JSON.
 async fn read_request(socket: &mut TcpStream) -> Option<Seen> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0_u8; 8192];
-    let head_end = loop {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-    let target = head.split_whitespace().nth(1)?.to_owned();
-    let length: usize = head
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0);
-    let mut body = buffer[head_end + 4..].to_vec();
-    while body.len() < length {
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
+    let request = support::read_request(socket).await?;
     Some(Seen {
-        target,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        target: request.target,
+        body: serde_json::from_slice(&request.body).unwrap_or(Value::Null),
     })
 }
 

@@ -153,7 +153,8 @@ impl Server {
     }
 }
 
-async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Request> {
+/// Reads one HTTP/1.1 request: its head and a `content-length` body.
+pub async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Request> {
     let mut buffer = Vec::new();
     let mut chunk = [0_u8; 8192];
     let head_end = loop {
