@@ -149,6 +149,19 @@ impl FakeServer {
         };
         match method {
             "initialize" if self.mode == "silent" => {}
+            "initialize" if self.mode == "wrong_ids" => {
+                // Every answer goes to a request nobody sent.
+                let wrong = id.as_i64().unwrap_or(0) + 1000;
+                self.reply(
+                    &json!(wrong),
+                    json!({
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"},
+                    }),
+                );
+                self.reply(&json!("not-yours"), json!({}));
+            }
             "initialize" => {
                 self.state.lock().unwrap().initialize = message["params"].clone();
                 self.reply(
@@ -470,6 +483,16 @@ async fn answers_with_the_wrong_ids_time_out() {
             .contains("echo")
     );
     server.close().await.unwrap();
+}
+
+/// A server whose every answer, the handshake's included, carries an id nobody sent: the
+/// stray answers are skipped and the handshake times out, typed, as any request would.
+#[tokio::test]
+async fn a_server_that_answers_only_with_wrong_ids_times_out_in_the_handshake() {
+    let server = fake("wrong_ids").timeout(SHORT);
+    let started = Instant::now();
+    let err = server.connect().await.unwrap_err();
+    assert_timeout(&err, "initialize", started, Duration::from_secs(2));
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
 use super::adapter::Adapter;
+use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
 
 /// How long `close` waits for a server to exit on its own (stdin closed, HTTP session
@@ -292,6 +293,7 @@ async fn handshake<T>(
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
+    let transport = SkipStrays::new(transport);
     match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
         Err(_) => Err(McpError::timeout(label, "initialize", timeout)),
         Ok(Err(e)) => Err(McpError::from_initialize(e, label)),

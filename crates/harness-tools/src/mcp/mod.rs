@@ -11,6 +11,7 @@ mod connection;
 mod content;
 mod error;
 mod names;
+mod strays;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
