@@ -144,7 +144,8 @@ impl OpenAiBuilder {
     /// The model.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
+    /// [`Error::Configuration`](harness_core::Error::Configuration) for `max_concurrency` 0 or a
+    /// key that is not a valid header.
     pub fn build(self) -> Result<OpenAi> {
         let mut config = self.connection.config(
             self.service.id,
@@ -355,7 +356,8 @@ pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason
 /// Reads a non-streamed Chat Completions answer.
 ///
 /// # Errors
-/// [`Error::Provider`] naming what a required part of the answer lacks.
+/// [`Error::Provider`](harness_core::Error::Provider) naming what a required part of the
+/// answer lacks.
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let choices = required("OpenAI", answer, "choices")?;
     let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
