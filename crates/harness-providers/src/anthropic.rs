@@ -438,6 +438,10 @@ struct BlockStart<'a> {
     id: Text<'a>,
     #[serde(borrow, default)]
     name: Text<'a>,
+    /// A tool_use's input as the block starts: `{}` from Anthropic, which then streams the
+    /// input; a proxy may send it whole here instead.
+    #[serde(default)]
+    input: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -472,6 +476,8 @@ enum Slot {
         id: String,
         name: String,
         arguments: String,
+        /// The input the block started with, when it was not empty.
+        started_with: Option<Value>,
     },
 }
 
@@ -558,6 +564,9 @@ impl Accumulator for MessagesAccumulator {
                         id: block.id.map(|s| s.0.into_owned()).unwrap_or_default(),
                         name: block.name.map(|s| s.0.into_owned()).unwrap_or_default(),
                         arguments: String::new(),
+                        started_with: block
+                            .input
+                            .filter(|input| !input.as_object().is_some_and(Map::is_empty)),
                     },
                     "text" => Slot::Content {
                         thinking: false,
@@ -627,8 +636,13 @@ impl Accumulator for MessagesAccumulator {
                     id,
                     name,
                     arguments,
+                    started_with,
                 } => {
-                    let call = call_from_text(&name, &arguments, self.finish);
+                    // Input streamed as deltas wins; else what the block started with.
+                    let call = match started_with {
+                        Some(input) if arguments.trim().is_empty() => ToolCall::new(&name, input),
+                        _ => call_from_text(&name, &arguments, self.finish),
+                    };
                     calls.push(if id.is_empty() {
                         call
                     } else {

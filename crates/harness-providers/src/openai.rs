@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::http::{Connection, HttpClient, connection_setters};
 use crate::rest::{self, Accumulator, StreamRequest, clip, required};
-use crate::wire::{Few, Text, count, count_at, push};
+use crate::wire::{Few, Str, Text, TextOrParts, count, count_at, push};
 
 /// A model behind the OpenAI Chat Completions API: OpenAI itself, the gateways that share
 /// its format (Groq, Together, DeepSeek, Mistral, xAI, OpenRouter, Fireworks, Cerebras) and
@@ -384,9 +384,23 @@ pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     if let Some(reasoning) = reasoning {
         blocks.push(Block::from(Thinking::new(reasoning)));
     }
-    if let Some(text) = message
-        .get("content")
-        .and_then(Value::as_str)
+    let content = match message.get("content") {
+        Some(Value::String(text)) => TextOrParts {
+            text: Some(Str(std::borrow::Cow::Borrowed(text))),
+            thinking: None,
+        },
+        Some(Value::Array(parts)) => TextOrParts::from_parts(parts),
+        _ => TextOrParts::default(),
+    };
+    if let Some(thinking) = content.thinking.filter(|t| !t.is_empty()) {
+        blocks.push(Block::from(Thinking::new(thinking)));
+    }
+    // The text, or OpenAI's refusal (structured outputs) in its place.
+    let refusal = message.get("refusal").and_then(Value::as_str);
+    if let Some(text) = content
+        .text
+        .as_deref()
+        .or(refusal)
         .filter(|s| !s.is_empty())
     {
         blocks.push(Block::text(text));
@@ -444,7 +458,10 @@ struct ChunkChoice<'a> {
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(borrow, default)]
-    content: Text<'a>,
+    content: TextOrParts<'a>,
+    /// OpenAI's refusal (structured outputs): what the model said instead of an answer.
+    #[serde(borrow, default)]
+    refusal: Text<'a>,
     #[serde(borrow, default)]
     reasoning_content: Text<'a>,
     #[serde(borrow, default)]
@@ -477,6 +494,13 @@ struct CallSlot {
     id: String,
     name: String,
     arguments: String,
+}
+
+impl CallSlot {
+    /// Whether the arguments so far are one whole JSON value.
+    fn is_whole(&self) -> bool {
+        serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
+    }
 }
 
 /// Assembles a Chat Completions stream: text and reasoning appended, tool-call fragments
@@ -515,13 +539,24 @@ impl Accumulator for ChatAccumulator {
         for fragment in delta.tool_calls.iter() {
             let index = fragment.index.unwrap_or(0);
             let id = fragment.id.as_deref().filter(|id| !id.is_empty());
-            // The latest call at this index, unless this fragment names another call.
+            let name = fragment
+                .function
+                .as_ref()
+                .and_then(|f| f.name.as_deref())
+                .filter(|n| !n.is_empty());
+            // The latest call at this index, unless this fragment starts another call: a
+            // different id, or (servers that send no ids) a name after the named call's
+            // arguments are already whole.
             let at = self
                 .calls
                 .iter()
                 .rposition(|c| c.index == index)
                 .filter(|&at| {
-                    id.is_none_or(|id| self.calls[at].id.is_empty() || self.calls[at].id == id)
+                    let slot = &self.calls[at];
+                    match id {
+                        Some(id) => slot.id.is_empty() || slot.id == id,
+                        None => name.is_none() || slot.name.is_empty() || !slot.is_whole(),
+                    }
                 });
             let at = at.unwrap_or_else(|| {
                 self.calls.push(CallSlot {
@@ -548,12 +583,14 @@ impl Accumulator for ChatAccumulator {
         if let Some(r) = reasoning.filter(|_| push(&mut self.thinking, reasoning)) {
             emit(LlmEvent::ThinkingDelta(r.to_string()));
         }
-        if let Some(t) = delta
-            .content
-            .as_ref()
-            .filter(|_| push(&mut self.text, delta.content.as_ref()))
-        {
-            emit(LlmEvent::TextDelta(t.to_string()));
+        if let Some(thinking) = delta.content.thinking.as_deref().filter(|t| !t.is_empty()) {
+            self.thinking.push_str(thinking);
+            emit(LlmEvent::ThinkingDelta(thinking.to_owned()));
+        }
+        for piece in [delta.content.text.as_ref(), delta.refusal.as_ref()] {
+            if let Some(t) = piece.filter(|_| push(&mut self.text, piece)) {
+                emit(LlmEvent::TextDelta(t.to_string()));
+            }
         }
         Ok(())
     }

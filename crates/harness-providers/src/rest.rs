@@ -54,8 +54,9 @@ pub(crate) struct Limits {
     pub(crate) max_event_bytes: usize,
 }
 
-/// How much of a body that is not an event stream an error quotes.
-const HEAD_BYTES: usize = 512;
+/// How much of a body that is not an event stream is kept, to read an error object in it or
+/// to quote it.
+const HEAD_BYTES: usize = 4096;
 
 enum State<'a, A> {
     Start(&'a HttpClient, StreamRequest<A>),
@@ -286,6 +287,16 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             return Err(self.failure(
                 ProviderErrorKind::Incomplete,
                 format!("the stream from {} ended before its first event", self.url),
+            ));
+        }
+        // A gateway that answers a stream request with its JSON error object, status 200.
+        if let Ok(value) = serde_json::from_slice::<Value>(&self.head)
+            && let Some(error) = value.get("error").filter(|e| !e.is_null())
+        {
+            return Err(vendor_error(
+                &self.provider,
+                error,
+                &String::from_utf8_lossy(&self.head),
             ));
         }
         let excerpt = String::from_utf8_lossy(&self.head).into_owned();

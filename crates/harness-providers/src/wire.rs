@@ -187,3 +187,102 @@ mod tests {
         assert_eq!(wire, Count(0));
     }
 }
+
+/// A message's `content` as Chat Completions servers send it: a string (borrowed from the
+/// chunk when it can be), or a list of parts (Mistral's reasoning models send
+/// `[{"type": "thinking", "thinking": [..]}, {"type": "text", "text": ".."}]`), read into
+/// its text and its thinking.
+#[derive(Debug, Default)]
+pub(crate) struct TextOrParts<'a> {
+    /// The text.
+    pub(crate) text: Option<Str<'a>>,
+    /// The thinking, when parts carried some.
+    pub(crate) thinking: Option<String>,
+}
+
+impl TextOrParts<'_> {
+    /// Reads the parts of a `content` list.
+    pub(crate) fn from_parts(parts: &[serde_json::Value]) -> Self {
+        let (mut text, mut thinking) = (String::new(), String::new());
+        for part in parts {
+            match part.get("type").and_then(serde_json::Value::as_str) {
+                Some("text") => text.push_str(
+                    part.get("text")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or(""),
+                ),
+                Some("thinking") => match part.get("thinking") {
+                    Some(serde_json::Value::String(s)) => thinking.push_str(s),
+                    Some(serde_json::Value::Array(items)) => {
+                        if let Some(text) = Self::from_parts(items).text {
+                            thinking.push_str(&text);
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        Self {
+            text: (!text.is_empty()).then_some(Str(Cow::Owned(text))),
+            thinking: (!thinking.is_empty()).then_some(thinking),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextOrParts<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PartsVisitor;
+
+        impl<'de> Visitor<'de> for PartsVisitor {
+            type Value = TextOrParts<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string, a list of content parts, or null")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(TextOrParts {
+                    text: Some(Str(Cow::Borrowed(v))),
+                    thinking: None,
+                })
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TextOrParts {
+                    text: Some(Str(Cow::Owned(v.to_owned()))),
+                    thinking: None,
+                })
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(TextOrParts {
+                    text: Some(Str(Cow::Owned(v))),
+                    thinking: None,
+                })
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(TextOrParts::default())
+            }
+
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(TextOrParts::default())
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+
+            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element::<serde_json::Value>()? {
+                    parts.push(part);
+                }
+                Ok(TextOrParts::from_parts(&parts))
+            }
+        }
+
+        deserializer.deserialize_any(PartsVisitor)
+    }
+}
