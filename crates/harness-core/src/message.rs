@@ -177,13 +177,15 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    /// A call of `name` with `arguments`. An object is the arguments; anything else is kept
-    /// as [`raw_arguments`](ToolCall::raw_arguments) (its JSON text), so the call is not run.
+    /// A call of `name` with `arguments`. An object is the arguments, and so is a string
+    /// holding one (read as [`ToolCall::parse`] reads text); anything else is kept as
+    /// [`raw_arguments`](ToolCall::raw_arguments) (its JSON text), so the call is not run.
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
         let (arguments, raw_arguments) = match arguments {
             Value::Object(map) => (map, None),
             // A vendor that sends no arguments for a call without parameters.
             Value::Null => (Map::new(), None),
+            Value::String(text) => return Self::parse(name, &text),
             other => (Map::new(), Some(other.to_string())),
         };
         Self {
