@@ -337,10 +337,18 @@ impl HttpClient {
             ));
         }
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            failure(
-                ProviderErrorKind::Malformed,
-                format!("the response to {path} is not JSON: {e}"),
-            )
+            if e.is_eof() {
+                // JSON that stops short: the body was cut, not garbled.
+                failure(
+                    ProviderErrorKind::Incomplete,
+                    format!("the response to {path} ended in the middle of its JSON: {e}"),
+                )
+            } else {
+                failure(
+                    ProviderErrorKind::Malformed,
+                    format!("the response to {path} is not JSON: {e}"),
+                )
+            }
         })?;
         // A 200 that carries the vendor's error object (gateways and local servers do).
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {

@@ -284,3 +284,22 @@ fn every_vendor_builder_takes_the_connection_settings_and_shows_them() {
     assert_eq!(gemini.model(), "gemini");
     check("gemini", gemini.client().config(), "http://127.0.0.1:9");
 }
+
+/// An answer whose body stops inside its JSON (a proxy that cut it and closed cleanly) is
+/// incomplete, not garbled; a body that is not JSON at all is malformed.
+#[tokio::test]
+async fn a_body_cut_inside_its_json_is_incomplete_and_garbage_is_malformed() {
+    use harness_core::ProviderErrorKind;
+    for (body, kind) in [
+        (&OK[..OK.len() / 2], ProviderErrorKind::Incomplete),
+        ("<html>502</html>", ProviderErrorKind::Malformed),
+        ("", ProviderErrorKind::Incomplete),
+    ] {
+        let server = Server::always(Reply::json(200, body)).await;
+        let err = model(&server, RetryPolicy::none())
+            .generate(&[Message::user("hi")], &[])
+            .await
+            .unwrap_err();
+        assert_eq!(err.provider().unwrap().kind(), kind, "{body:?}: {err}");
+    }
+}
