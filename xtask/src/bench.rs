@@ -35,7 +35,7 @@ struct Row {
 fn graph() -> Result<(), String> {
     run(
         "cargo",
-        &["bench", "-p", "harness-graph", "--bench", "graph"],
+        &["bench", "-p", "deepharness-graph", "--bench", "graph"],
         &[],
     )?;
     let python = python_figures()?;

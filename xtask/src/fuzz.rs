@@ -8,8 +8,8 @@ use crate::run;
 
 /// The test targets that hold property suites, as `(package, test)`.
 const SUITES: [(&str, &str); 2] = [
-    ("harness-core", "properties"),
-    ("harness-providers", "properties"),
+    ("deepharness-core", "properties"),
+    ("deepharness-providers", "properties"),
 ];
 
 pub(crate) fn fuzz(args: &[String]) -> Result<(), String> {

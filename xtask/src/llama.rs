@@ -78,7 +78,7 @@ pub(crate) fn e2e(options: Options) -> Result<(), String> {
             &[
                 "test",
                 "-p",
-                "harness-providers",
+                "deepharness-providers",
                 "--test",
                 "e2e_llama",
                 "--",

@@ -121,7 +121,7 @@ fn e2e() -> Result<(), String> {
         &[
             "test",
             "-p",
-            "harness-tools",
+            "deepharness-tools",
             "--test",
             "mcp_peers",
             "--test",

@@ -4,9 +4,13 @@
 //! It never uploads: commit the bump, then `cargo publish --workspace`. With `--dry-run` the
 //! manifests are put back after.
 //!
+//! Before anything is packaged, every package name is looked up in the crates.io index: a
+//! name that is there already belongs to someone (none of ours is published yet), and a
+//! release under it would be refused, or worse, shadowed. That is why the packages are
+//! `deepharness-*`: `harness-core`, `harness-tools` and `harness-macros` are other owners'.
+//!
 //! Why the build is our own: cargo's verification takes a dependency from crates.io when that
-//! version is already there, and `harness-core`, `harness-tools` and `harness-macros` exist
-//! on crates.io under other owners, so it would build our crates against strangers' code.
+//! version is already there, which would build our crates against whatever holds the name.
 //! Here each tarball is unpacked into one workspace with `[patch.crates-io]` pointing every
 //! one of our crates at its own tarball: what users get once all of them are published.
 
@@ -34,6 +38,8 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
              release's changes"
         ));
     }
+    let (names, depended_on) = publishable_crates()?;
+    check_names_are_ours(&names, &index_has)?;
     let manifest =
         fs::read_to_string(MANIFEST).map_err(|e| format!("cannot read {MANIFEST}: {e}"))?;
     let lockfile = fs::read_to_string(LOCKFILE).ok();
@@ -51,7 +57,7 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
         ],
         &[],
     )
-    .and_then(|()| build_packages(version));
+    .and_then(|()| build_packages(version, &names, &depended_on));
     if dry_run {
         fs::write(MANIFEST, &manifest).map_err(|e| format!("cannot restore {MANIFEST}: {e}"))?;
         if let Some(lockfile) = lockfile {
@@ -70,11 +76,10 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
 
 /// Builds every packaged crate from its tarball in `target/package/verify`, our crates
 /// patched in for one another.
-fn build_packages(version: &str) -> Result<(), String> {
-    let (names, depended_on) = publishable_crates()?;
+fn build_packages(version: &str, names: &[String], depended_on: &[String]) -> Result<(), String> {
     // `cargo package` leaves each tarball at target/package/<name>-<version>.crate.
     let mut package = vec!["package", "--no-verify", "--allow-dirty"];
-    for name in &names {
+    for name in names {
         package.extend(["-p", name.as_str()]);
     }
     run("cargo", &package, &[])?;
@@ -83,7 +88,7 @@ fn build_packages(version: &str) -> Result<(), String> {
     let _ = fs::remove_dir_all(&verify);
     fs::create_dir_all(&verify).map_err(|e| format!("{}: {e}", verify.display()))?;
     let mut members = Vec::new();
-    for name in &names {
+    for name in names {
         let tarball = package_dir.join(format!("{name}-{version}.crate"));
         run(
             "tar",
@@ -99,7 +104,7 @@ fn build_packages(version: &str) -> Result<(), String> {
     }
     fs::write(
         verify.join("Cargo.toml"),
-        verify_manifest(&names, &depended_on, version),
+        verify_manifest(names, depended_on, version),
     )
     .map_err(|e| format!("cannot write the verification manifest: {e}"))?;
     // The workspace's lock file, so the build uses the versions CI tested.
@@ -185,6 +190,74 @@ fn publishable_crates() -> Result<(Vec<String>, Vec<String>), String> {
     Ok((names, depended_on))
 }
 
+/// The names this project has published itself, so their index entries are its own. None
+/// yet: add a name here with its first release.
+const PUBLISHED_BY_US: &[&str] = &[];
+
+/// Refuses a package name that the crates.io index already holds and that is not ours.
+fn check_names_are_ours(
+    names: &[String],
+    index_has: &dyn Fn(&str) -> Result<bool, String>,
+) -> Result<(), String> {
+    let mut taken = Vec::new();
+    for name in names {
+        if !PUBLISHED_BY_US.contains(&name.as_str()) && index_has(name)? {
+            taken.push(name.as_str());
+        }
+    }
+    if taken.is_empty() {
+        println!(
+            "release: no package name is taken on crates.io: {}",
+            names.join(", ")
+        );
+        Ok(())
+    } else {
+        Err(format!(
+            "these package names already belong to someone on crates.io: {}; rename the \
+             package (keeping `[lib] name` so the code does not change) or, if the name is \
+             this project's, add it to PUBLISHED_BY_US in xtask/src/release.rs",
+            taken.join(", ")
+        ))
+    }
+}
+
+/// Whether the crates.io sparse index has an entry for `name` (`curl`, which CI has).
+fn index_has(name: &str) -> Result<bool, String> {
+    let url = format!("https://index.crates.io/{}", index_path(name));
+    let output = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "20",
+            &url,
+        ])
+        .output()
+        .map_err(|e| format!("cannot run curl to look up {name} in the crates.io index: {e}"))?;
+    match String::from_utf8_lossy(&output.stdout).trim() {
+        "200" => Ok(true),
+        "404" => Ok(false),
+        other => Err(format!(
+            "looking up {name} in the crates.io index ({url}) answered {other:?}: the check \
+             needs the index; try again when it can be reached"
+        )),
+    }
+}
+
+/// Where the sparse index keeps a crate: `1/a`, `2/ab`, `3/a/abc`, `ab/cd/abcd...`.
+fn index_path(name: &str) -> String {
+    let name = name.to_ascii_lowercase();
+    match name.len() {
+        1 => format!("1/{name}"),
+        2 => format!("2/{name}"),
+        3 => format!("3/{}/{name}", &name[..1]),
+        _ => format!("{}/{}/{name}", &name[..2], &name[2..4]),
+    }
+}
+
 fn absolute(path: &Path) -> Result<PathBuf, String> {
     fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
     fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))
@@ -263,17 +336,14 @@ fn set_version(line: &str, version: &str) -> Result<String, String> {
 mod tests {
     #[test]
     fn the_verification_manifest_patches_every_crate_to_its_tarball() {
-        let names = ["harness-core".to_owned(), "deepharness".to_owned()];
+        let names = ["deepharness-core".to_owned(), "deepharness".to_owned()];
         let manifest = super::verify_manifest(&names, &names[..1], "0.2.0");
-        assert!(
-            manifest.contains(
-                "members = [\n    \"harness-core-0.2.0\",\n    \"deepharness-0.2.0\",\n]"
-            )
-        );
-        assert!(
-            manifest
-                .contains("[patch.crates-io]\nharness-core = { path = \"harness-core-0.2.0\" }\n")
-        );
+        assert!(manifest.contains(
+            "members = [\n    \"deepharness-core-0.2.0\",\n    \"deepharness-0.2.0\",\n]"
+        ));
+        assert!(manifest.contains(
+            "[patch.crates-io]\ndeepharness-core = { path = \"deepharness-core-0.2.0\" }\n"
+        ));
         assert!(!manifest.contains("deepharness = "));
     }
 
@@ -291,6 +361,23 @@ mod tests {
              harness-core = { path = \"crates/harness-core\", version = \"0.2.0\", default-features = false }\n\
              serde = { version = \"1\" }\n"
         );
+    }
+
+    #[test]
+    fn a_name_in_the_index_that_is_not_ours_is_refused() {
+        let names = ["deepharness-core".to_owned(), "harness-core".to_owned()];
+        let index = |name: &str| Ok(name == "harness-core");
+        let err = check_names_are_ours(&names, &index).unwrap_err();
+        assert!(
+            err.starts_with(
+                "these package names already belong to someone on crates.io: harness-core;"
+            ),
+            "{err}"
+        );
+        assert!(check_names_are_ours(&names[..1], &index).is_ok());
+        assert_eq!(index_path("deepharness-core"), "de/ep/deepharness-core");
+        assert_eq!(index_path("abc"), "3/a/abc");
+        assert_eq!(index_path("ab"), "2/ab");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The agent loop's own overhead, with a zero-latency in-process model:
-//! `cargo bench -p harness-core --bench agent_loop`. Figures in docs/performance.md.
+//! `cargo bench -p deepharness-core --bench agent_loop`. Figures in docs/performance.md.
 
 #![allow(
     missing_docs,

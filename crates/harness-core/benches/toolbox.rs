@@ -1,4 +1,4 @@
-//! What a tool call and a schema list cost: `cargo bench -p harness-core`.
+//! What a tool call and a schema list cost: `cargo bench -p deepharness-core`.
 //!
 //! Figures are recorded in docs/performance.md.
 

@@ -1,5 +1,5 @@
 //! The executor's own cost per node, with trivial nodes:
-//! `cargo bench -p harness-graph --bench graph`, or `cargo xtask bench graph` to also run the
+//! `cargo bench -p deepharness-graph --bench graph`, or `cargo xtask bench graph` to also run the
 //! same two graphs on the Python original and print the ratio. Figures in
 //! docs/performance.md.
 //!

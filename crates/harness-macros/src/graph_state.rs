@@ -122,8 +122,9 @@ fn reducer_of(field: &syn::Field) -> syn::Result<Reducer> {
 
 fn crate_path() -> TokenStream {
     use proc_macro_crate::{FoundCrate, crate_name};
-    match crate_name("harness-graph") {
+    match crate_name("deepharness-graph") {
         Ok(FoundCrate::Name(name)) => {
+            let name = crate::tool::extern_name(&name, "deepharness-graph", "harness_graph");
             let ident = Ident::new(&name, Span::call_site());
             quote!(::#ident)
         }

@@ -601,17 +601,32 @@ fn crate_path(explicit: Option<&syn::Path>) -> TokenStream {
     if let Some(path) = explicit {
         return quote!(#path);
     }
-    let found = |name: &str, itself: &str| match crate_name(name) {
+    let found = |package: &str, lib: &str| match crate_name(package) {
         // Inside harness-core itself (its tests and doctests) `::harness_core` still
         // resolves, through `extern crate self as harness_core`.
-        Ok(FoundCrate::Itself) => Some(Ident::new(itself, Span::call_site())),
-        Ok(FoundCrate::Name(n)) => Some(Ident::new(&n, Span::call_site())),
+        Ok(FoundCrate::Itself) => Some(Ident::new(lib, Span::call_site())),
+        Ok(FoundCrate::Name(n)) => Some(Ident::new(
+            &extern_name(&n, package, lib),
+            Span::call_site(),
+        )),
         Err(_) => None,
     };
-    let ident = found("harness-core", "harness_core")
+    let ident = found("deepharness-core", "harness_core")
         .or_else(|| found("deepharness", "deepharness"))
         .unwrap_or_else(|| Ident::new("deepharness", Span::call_site()));
     quote!(::#ident)
+}
+
+/// The name code uses for a dependency that `proc-macro-crate` found as `found`: a
+/// dependency under its own package name is known by its library's name (`deepharness-core`
+/// is imported as `harness_core`); a renamed one (`core = { package = "deepharness-core" }`)
+/// by its key.
+pub(crate) fn extern_name(found: &str, package: &str, lib: &str) -> String {
+    if found == package.replace('-', "_") {
+        lib.to_owned()
+    } else {
+        found.to_owned()
+    }
 }
 
 /// A path as source text without spaces, for `#[serde(crate = "...")]`.
@@ -622,6 +637,26 @@ fn path_string(path: &TokenStream) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dependency_is_named_by_its_library_unless_renamed() {
+        assert_eq!(
+            extern_name("deepharness_core", "deepharness-core", "harness_core"),
+            "harness_core"
+        );
+        assert_eq!(
+            extern_name("harness_core", "deepharness-core", "harness_core"),
+            "harness_core"
+        );
+        assert_eq!(
+            extern_name("agents", "deepharness-core", "harness_core"),
+            "agents"
+        );
+        assert_eq!(
+            extern_name("deepharness", "deepharness", "deepharness"),
+            "deepharness"
+        );
+    }
 
     #[test]
     fn pascal_case_joins_the_words() {

@@ -1,5 +1,5 @@
 //! SSE decoding plus accumulation over the recorded streams, per event, and the heap
-//! allocations it makes: `cargo bench -p harness-providers --bench sse`. Figures in
+//! allocations it makes: `cargo bench -p deepharness-providers --bench sse`. Figures in
 //! docs/performance.md.
 
 #![allow(
