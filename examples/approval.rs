@@ -50,7 +50,7 @@ fn main() -> Result<(), Error> {
     match command {
         "start" => {
             let state = agent()?.run_blocking("Pay the Acme invoice.")?;
-            if state.stop_reason != Some(deepharness::agent::StopReason::Paused) {
+            if state.stop_reason != deepharness::agent::StopReason::Paused {
                 println!("finished without pausing: {}", state.output_text());
                 return Ok(());
             }

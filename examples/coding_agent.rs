@@ -73,7 +73,7 @@ fn main() -> Result<(), Error> {
         )
         .toolbox(toolbox)
         .permissions(policy)
-        .budget(Budget::new().steps(20))
+        .budget(Budget::new().with_steps(20))
         .build()?;
 
     // The blocking iterator runs one tool at a time, so terminal prompts never interleave.
@@ -88,11 +88,7 @@ fn main() -> Result<(), Error> {
                 println!("{mark} {first}");
             }
             AgentEvent::Finished(state) => {
-                println!(
-                    "\n{} ({})",
-                    state.output_text(),
-                    state.stop_reason.map_or("none", |r| r.as_str())
-                );
+                println!("\n{} ({})", state.output_text(), state.stop_reason);
             }
             _ => {}
         }

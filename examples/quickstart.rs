@@ -33,10 +33,7 @@ async fn main() -> Result<(), Error> {
         .build()?;
 
     let state = agent.run("What is the weather in Oslo?").await?;
-    println!(
-        "stop reason: {}",
-        state.stop_reason.map_or("none", |r| r.as_str())
-    );
+    println!("stop reason: {}", state.stop_reason);
     println!("answer: {}", state.output_text());
     println!("usage: {:?}", state.usage);
     Ok(())

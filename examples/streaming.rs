@@ -111,9 +111,7 @@ async fn main() -> Result<(), Error> {
                 status.clear();
                 println!(
                     "\nstopped: {} after {steps} steps; {} tokens in, {} out",
-                    state.stop_reason.map_or("none", |r| r.as_str()),
-                    state.usage.prompt_tokens,
-                    state.usage.completion_tokens,
+                    state.stop_reason, state.usage.prompt_tokens, state.usage.completion_tokens,
                 );
             }
             // Reasoning deltas, and any event a later version adds.

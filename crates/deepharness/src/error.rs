@@ -78,14 +78,8 @@ impl Error {
             .is_some_and(harness_core::Error::is_human_input_required)
     }
 
-    /// True for a run that crossed its token budget; [`Error::state`] holds the run so far.
-    pub fn is_token_budget_exceeded(&self) -> bool {
-        self.as_core()
-            .is_some_and(harness_core::Error::is_token_budget_exceeded)
-    }
-
-    /// The run so far, for an error that carries one (a crossed token budget), so nothing
-    /// of the transcript is lost.
+    /// The run so far, for an error that ended a run after it began (`RunFailed`), so
+    /// nothing of the transcript is lost: run it again to continue.
     pub fn state(&self) -> Option<&harness_core::AgentState> {
         self.as_core().and_then(harness_core::Error::state)
     }

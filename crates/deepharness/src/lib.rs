@@ -80,8 +80,8 @@ pub mod agent {
     pub use harness_core::agent::{
         ASK_FOR_FINAL_ANSWER, Agent, AgentBuilder, AgentEvent, AgentState, AgentTool, BlockingIter,
         Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER, FINAL_ANSWER_ACCEPTED, FINAL_TOOL,
-        Hooks, Middleware, NOT_RUN_FINAL, NOT_RUN_PAUSED, NoMiddleware, PendingHumanInput, Prune,
-        REFUSED_BY_MIDDLEWARE, RunInput, StopReason, TokenBudgetExceeded, estimate_tokens,
+        Hooks, Middleware, NOT_RUN_BUDGET, NOT_RUN_FINAL, NOT_RUN_PAUSED, NoMiddleware,
+        PendingHumanInput, Prune, REFUSED_BY_MIDDLEWARE, RunInput, StopReason, estimate_tokens,
         truncate,
     };
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
@@ -155,7 +155,6 @@ pub mod testing {
 pub mod errors {
     pub use crate::error::Error;
     pub use harness_core::Error as CoreError;
-    pub use harness_core::agent::TokenBudgetExceeded;
     pub use harness_core::{
         PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, RunFailure,
     };

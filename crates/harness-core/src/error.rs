@@ -72,14 +72,6 @@ pub enum Error {
     #[error("{0}")]
     OutputValidation(String),
 
-    /// The agent's cumulative token usage crossed its budget. Raised right after the model
-    /// response that crossed it, before any tool of that turn runs; carries the run so far.
-    #[error(
-        "{} used {} tokens, exceeding its budget of {}; raise Budget::tokens or start a fresh agent",
-        .0.agent_name, .0.usage.total_tokens, .0.budget
-    )]
-    TokenBudgetExceeded(Box<crate::agent::TokenBudgetExceeded>),
-
     /// A model provider failed: an HTTP error that survived the retries, or a response the
     /// provider could not read.
     #[error(transparent)]
@@ -120,8 +112,8 @@ fn unknown_tool_message(name: &str, available: &[String]) -> String {
 pub struct RunFailure {
     /// What ended the run.
     pub error: Error,
-    /// The run so far: every message up to the failure, the usage, no stop reason (the run
-    /// did not finish). Passing it back to `Agent::run` continues the run.
+    /// The run so far: every message up to the failure, the usage, and the stop reason
+    /// `Unfinished`. Passing it back to `Agent::run` continues the run.
     pub state: crate::agent::AgentState,
 }
 
@@ -149,7 +141,7 @@ impl Error {
     /// Wraps `self` with the run so far, unless it already carries a state.
     pub(crate) fn with_state(self, state: impl FnOnce() -> crate::agent::AgentState) -> Self {
         match self {
-            Self::RunFailed(_) | Self::TokenBudgetExceeded(_) => self,
+            Self::RunFailed(_) => self,
             error => Self::RunFailed(Box::new(RunFailure {
                 error,
                 state: state(),
@@ -208,16 +200,10 @@ impl Error {
         matches!(self.kind(), Self::HumanInputRequired { .. })
     }
 
-    /// True for [`Error::TokenBudgetExceeded`].
-    pub fn is_token_budget_exceeded(&self) -> bool {
-        matches!(self.kind(), Self::TokenBudgetExceeded(_))
-    }
-
-    /// The run so far, for an error that ended a run ([`Error::RunFailed`],
-    /// [`Error::TokenBudgetExceeded`]): run it again to continue.
+    /// The run so far, for an error that ended a run ([`Error::RunFailed`]): run it again
+    /// to continue.
     pub fn state(&self) -> Option<&crate::agent::AgentState> {
         match self {
-            Self::TokenBudgetExceeded(exceeded) => Some(&exceeded.state),
             Self::RunFailed(failure) => Some(&failure.state),
             _ => None,
         }
@@ -226,7 +212,6 @@ impl Error {
     /// The run so far, owned (see [`Error::state`]).
     pub fn into_state(self) -> Option<crate::agent::AgentState> {
         match self {
-            Self::TokenBudgetExceeded(exceeded) => Some(exceeded.state),
             Self::RunFailed(failure) => Some(failure.state),
             _ => None,
         }

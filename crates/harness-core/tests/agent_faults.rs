@@ -80,7 +80,7 @@ async fn arguments_that_are_not_json_are_not_run_and_the_model_is_told_why() {
         Some(r#"{"text": "hi" oops}"#)
     );
     assert!(request.tool_calls[0].arguments.is_empty());
-    assert_eq!(state.stop_reason, Some(StopReason::Answer));
+    assert_eq!(state.stop_reason, StopReason::Answer);
     // And it survives a round trip through JSON.
     let back = AgentState::from_json(&state.to_json()).unwrap();
     assert_eq!(back, state);
@@ -205,11 +205,11 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
         "openai request failed with HTTP 503: server overloaded"
     );
     let state = err.into_state().unwrap();
-    assert_eq!(state.stop_reason, None);
+    assert_eq!(state.stop_reason, StopReason::Unfinished);
     assert_eq!(tool_results(&state), ["counted 1"]);
 
     let state = agent.run(state).await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Answer));
+    assert_eq!(state.stop_reason, StopReason::Answer);
     assert_eq!(state.output, "done");
     assert_eq!(tool_runs.load(Ordering::SeqCst), 1, "the tool ran again");
     assert_eq!(model_calls.load(Ordering::SeqCst), 3);

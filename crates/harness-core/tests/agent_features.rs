@@ -90,17 +90,17 @@ async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() 
     let agent = Agent::builder()
         .model(model)
         .output::<Weather>()
-        .budget(Budget::new().steps(2))
+        .budget(Budget::new().with_steps(2))
         .build()
         .unwrap();
     let state = agent.run("Weather in Oslo?").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
+    assert_eq!(state.stop_reason, StopReason::StepBudget);
     let error = state.output_as::<Weather>().unwrap_err();
     assert!(matches!(error, Error::OutputValidation(_)));
     let message = error.to_string();
     assert!(
         message.contains("there is no answer to read as")
-            && message.contains("the step budget ran out first; raise Budget::steps"),
+            && message.contains("the step budget ran out first; raise Budget::with_steps"),
         "{message}"
     );
     assert!(
@@ -136,7 +136,7 @@ async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
         .build()
         .unwrap();
     let state = agent.run("Weather in Oslo?").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Answer));
+    assert_eq!(state.stop_reason, StopReason::Answer);
     // An integer is accepted where a float is declared.
     assert_eq!(
         state.output_as::<Weather>().unwrap(),
@@ -174,11 +174,11 @@ async fn a_model_that_never_complies_ends_at_the_step_budget() {
     let agent = Agent::builder()
         .model(model)
         .output::<Weather>()
-        .budget(harness_core::Budget::new().steps(3))
+        .budget(harness_core::Budget::new().with_steps(3))
         .build()
         .unwrap();
     let state = agent.run("x").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
+    assert_eq!(state.stop_reason, StopReason::StepBudget);
 }
 
 #[test]
@@ -238,7 +238,7 @@ fn pay_agent(model: ScriptedModel) -> Agent {
 async fn a_gated_call_pauses_the_whole_turn_and_records_the_unrun_ones() {
     let agent = pay_agent(pay_model());
     let state = agent.run("Pay the Acme invoice").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Paused));
+    assert_eq!(state.stop_reason, StopReason::Paused);
     assert_eq!(state.output, json!(""));
     assert_eq!(
         state.paused,
@@ -354,7 +354,7 @@ async fn a_question_pauses_and_the_appended_answer_becomes_the_result() {
         .build()
         .unwrap();
     let mut state = agent.run("Do it").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Paused));
+    assert_eq!(state.stop_reason, StopReason::Paused);
     let pending = state.paused[0].clone();
     assert_eq!(
         (pending.name.as_str(), pending.question.as_str()),
@@ -432,7 +432,7 @@ async fn a_policy_allows_git_log_denies_rm_rf_and_asks_about_the_rest() {
     assert_eq!(m[2].text(), "ran git log --oneline -3");
     assert_eq!(m[3].text(), "Denied by policy: this call is not permitted.");
     // The next turn's call matches only the ask rule: it pauses.
-    assert_eq!(state.stop_reason, Some(StopReason::Paused));
+    assert_eq!(state.stop_reason, StopReason::Paused);
     assert_eq!(state.paused[0].call_id.as_deref(), Some("3"));
 }
 
@@ -467,7 +467,7 @@ async fn with_no_matching_rule_the_tools_own_gate_stands() {
         .build()
         .unwrap();
     let state = agent.run("Pay").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Paused));
+    assert_eq!(state.stop_reason, StopReason::Paused);
 }
 
 // 10. Agents as tools -----------------------------------------------------------------------
@@ -525,7 +525,7 @@ async fn a_sub_agent_that_does_not_answer_is_a_failed_call() {
         .name("quitter")
         .model(ScriptedModel::new([calls(vec![call("x", json!({}), "1")])]))
         .tool(Tenant)
-        .budget(harness_core::Budget::new().steps(1))
+        .budget(harness_core::Budget::new().with_steps(1))
         .build()
         .unwrap();
     let err = harness_core::Tool::call(

@@ -71,7 +71,7 @@ async fn a_run_calls_the_tool_records_the_transcript_and_answers() {
         .unwrap();
     let state = agent.run("What is 2 + 3?").await.unwrap();
     assert!(state.answered());
-    assert_eq!(state.stop_reason, Some(StopReason::Answer));
+    assert_eq!(state.stop_reason, StopReason::Answer);
     assert_eq!(state.output, json!("5"));
     assert_eq!(
         state.messages,
@@ -138,21 +138,24 @@ async fn without_a_model_a_run_is_a_passthrough() {
     let input = AgentState::from(vec![Message::user("hi")]);
     let state = agent.run(input.clone()).await.unwrap();
     assert_eq!(state, input);
-    assert_eq!(state.stop_reason, None);
+    assert_eq!(state.stop_reason, StopReason::Unfinished);
     let events = collect_events(&agent, input.clone()).await;
     assert_eq!(events, vec![AgentEvent::Finished(Box::new(input))]);
 }
 
 #[tokio::test]
-async fn total_usage_accumulates_across_runs() {
+async fn total_usage_accumulates_across_runs_and_a_state_reports_its_own() {
     let usage = TokenUsage::new(10, 5, 15).with_cached(4);
-    let model = ScriptedModel::new(vec![CompletionResponse::text("ok").with_usage(usage); 2]);
+    let model = ScriptedModel::new(vec![CompletionResponse::text("ok").with_usage(usage); 3]);
     let agent = Agent::builder().model(model).build().unwrap();
     let first = agent.run("a").await.unwrap();
     assert_eq!(first.usage, usage);
     let second = agent.run("b").await.unwrap();
-    assert_eq!(second.usage, usage + usage);
-    assert_eq!(agent.total_usage(), usage + usage);
+    assert_eq!(second.usage, usage);
+    // A state run again goes on counting from its own usage.
+    let continued = agent.run(first).await.unwrap();
+    assert_eq!(continued.usage, usage + usage);
+    assert_eq!(agent.total_usage(), usage + usage + usage);
     agent.reset_usage();
     assert_eq!(agent.total_usage(), TokenUsage::default());
 }
@@ -528,7 +531,7 @@ async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
     let agent = Agent::builder()
         .model(model)
         .tool(Add)
-        .budget(Budget::new().steps(2))
+        .budget(Budget::new().with_steps(2))
         .build()
         .unwrap();
     let events = collect_events(&agent, "loop").await;
@@ -543,22 +546,22 @@ async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
     let Some(AgentEvent::Finished(state)) = events.last() else {
         panic!()
     };
-    assert_eq!(state.stop_reason, Some(StopReason::StepBudget));
+    assert_eq!(state.stop_reason, StopReason::StepBudget);
     assert_eq!(state.output, json!(""));
     assert!(!state.answered());
 }
 
 #[tokio::test]
-async fn crossing_the_token_budget_raises_before_any_tool_runs() {
+async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
     let ran = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&ran);
     let tools = harness_core::Toolbox::builder().tool(Add).build().unwrap();
-    let model = ScriptedModel::new([
-        CompletionResponse::text("first").with_usage(TokenUsage::new(40, 10, 50)),
-        CompletionResponse::from_blocks(vec![Block::text("thinking aloud")])
-            .with_tool_calls(vec![call("add", json!({"a": 1, "b": 1}), "1")])
-            .with_usage(TokenUsage::new(40, 20, 60)),
-    ]);
+    let model =
+        ScriptedModel::new([
+            CompletionResponse::from_blocks(vec![Block::text("thinking aloud")])
+                .with_tool_calls(vec![call("add", json!({"a": 1, "b": 1}), "1")])
+                .with_usage(TokenUsage::new(90, 20, 110)),
+        ]);
     let agent = Agent::builder()
         .name("counter")
         .model(model)
@@ -566,33 +569,98 @@ async fn crossing_the_token_budget_raises_before_any_tool_runs() {
             counter.fetch_add(1, Ordering::SeqCst);
             true
         }))
-        .budget(Budget::new().tokens(100))
+        .budget(Budget::new().with_total_tokens(100))
         .build()
         .unwrap();
-    let first = agent.run("one").await.unwrap();
-    assert_eq!(first.usage.total_tokens, 50);
-    let err = agent.run(first).await.unwrap_err();
-    assert!(err.is_token_budget_exceeded());
-    assert_eq!(
-        err.to_string(),
-        "counter used 110 tokens, exceeding its budget of 100; raise Budget::tokens or start a fresh agent"
-    );
-    let state = err.state().unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::TokenBudget));
+    let state = agent.run("one").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::TokenBudget);
     assert_eq!(state.output, json!("thinking aloud"));
     assert_eq!(state.usage.total_tokens, 110);
-    // The transcript before the response that crossed: no request recorded, no tool run.
-    assert_eq!(state.messages.last(), Some(&Message::assistant("first")));
+    // The turn that crossed is kept, its call answered "not run"; no tool ran.
+    let last_two = &state.messages[state.messages.len() - 2..];
+    assert_eq!(last_two[0].tool_calls.len(), 1);
+    assert_eq!(last_two[1].text(), harness_core::agent::NOT_RUN_BUDGET);
     assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+/// The budget limits one run: an agent serving many requests never fails request N+1
+/// because of requests 1..N; its lifetime usage stays readable.
+#[tokio::test]
+async fn the_budget_limits_each_run_not_the_agents_life() {
+    let model = FunctionModel::new(|_, _| {
+        CompletionResponse::text("ok").with_usage(TokenUsage::new(30, 10, 40))
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .budget(Budget::new().with_total_tokens(50))
+        .build()
+        .unwrap();
+    for _ in 0..5 {
+        let state = agent.run("again").await.unwrap();
+        assert_eq!(state.stop_reason, StopReason::Answer);
+        // The state reports its own run's usage.
+        assert_eq!(state.usage.total_tokens, 40);
+    }
+    assert_eq!(agent.total_usage().total_tokens, 200);
+}
+
+#[tokio::test]
+async fn input_output_and_tool_call_limits_each_stop_the_run() {
+    let turn = || {
+        CompletionResponse::from_tool_calls(vec![
+            call("add", json!({"a": 1, "b": 1}), "1"),
+            call("add", json!({"a": 2, "b": 2}), "2"),
+        ])
+        .with_usage(TokenUsage::new(30, 10, 40))
+    };
+    let run = |budget: Budget| {
+        let agent = Agent::builder()
+            .model(FunctionModel::new(move |_, _| turn()))
+            .tool(Add)
+            .budget(budget)
+            .build()
+            .unwrap();
+        async move { agent.run("go").await.unwrap() }
+    };
+    let state = run(Budget::new().with_input_tokens(50)).await;
+    assert_eq!(state.stop_reason, StopReason::TokenBudget);
+    assert_eq!(state.usage.prompt_tokens, 60); // the second turn crossed
+    // Ten turns of 10 output tokens are not over 100: the steps run out first.
+    let state = run(Budget::new().with_output_tokens(100)).await;
+    assert_eq!(state.stop_reason, StopReason::StepBudget);
+    let state = run(Budget::new().with_output_tokens(15)).await;
+    assert_eq!(state.stop_reason, StopReason::TokenBudget);
+    assert_eq!(state.usage.completion_tokens, 20);
+    // Three tool calls allowed: the first round (two) runs, the second would pass the limit.
+    let state = run(Budget::new().with_tool_calls(3)).await;
+    assert_eq!(state.stop_reason, StopReason::ToolCallBudget);
+    let results: Vec<_> = state
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().to_string())
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "2",
+            "4",
+            harness_core::agent::NOT_RUN_BUDGET,
+            harness_core::agent::NOT_RUN_BUDGET
+        ]
+    );
 }
 
 #[test]
 fn non_positive_limits_are_refused_when_the_agent_is_built() {
     let err = Agent::builder()
-        .budget(Budget::new().steps(0))
+        .budget(Budget::new().with_steps(0))
         .build()
         .unwrap_err();
-    assert_eq!(err.to_string(), "Budget.steps must be at least 1, got 0");
+    assert_eq!(
+        err.to_string(),
+        "Budget's steps limit must be at least 1 when set, got 0"
+    );
     let err = Agent::builder()
         .context(ContextPolicy::new().keep_last(0))
         .build()
@@ -610,7 +678,7 @@ async fn a_length_finish_is_truncated_not_answered() {
     ]);
     let agent = Agent::builder().model(model).build().unwrap();
     let state = agent.run("x").await.unwrap();
-    assert_eq!(state.stop_reason, Some(StopReason::Truncated));
+    assert_eq!(state.stop_reason, StopReason::Truncated);
     assert_eq!(state.output_text(), "half an ans");
     assert!(!state.answered());
 }
@@ -721,7 +789,7 @@ impl harness_core::agent::Middleware for Recorder {
     }
 
     fn after_step(&self, step: usize, state: &AgentState) -> bool {
-        assert_eq!(state.stop_reason, None);
+        assert_eq!(state.stop_reason, StopReason::Unfinished);
         step < self.stop_after
     }
 }
@@ -772,7 +840,7 @@ async fn middleware_hooks_shape_what_is_sent_run_and_recorded() {
     );
     assert_eq!(failures.load(Ordering::SeqCst), 2);
     // after_step returned false after step 2.
-    assert_eq!(state.stop_reason, Some(StopReason::Stopped));
+    assert_eq!(state.stop_reason, StopReason::Stopped);
     assert_eq!(model.requests().len(), 2);
     assert!(!state.answered());
 }

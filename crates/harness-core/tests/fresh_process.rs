@@ -42,7 +42,7 @@ fn a_paused_run_resumes_in_a_fresh_process() {
         ToolCall::new("wire_transfer", json!({"amount_usd": 50_000, "to": "acme"})).with_id("w1"),
     ])]);
     let paused = first.run_blocking("Pay the Acme invoice").unwrap();
-    assert_eq!(paused.stop_reason, Some(StopReason::Paused));
+    assert_eq!(paused.stop_reason, StopReason::Paused);
     std::fs::write(&session, paused.to_json()).unwrap();
 
     // Second process: load, approve, resume.

@@ -116,7 +116,7 @@ fn full_state() -> AgentState {
         Message::tool("3", "add").with_call_id("c1"),
     ]);
     state.usage = TokenUsage::new(10, 5, 15).with_cached(2);
-    state.stop_reason = Some(StopReason::Paused);
+    state.stop_reason = StopReason::Paused;
     state.paused = vec![PendingHumanInput {
         call_id: Some("c3".into()),
         name: "wire".into(),

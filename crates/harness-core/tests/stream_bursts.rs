@@ -70,7 +70,7 @@ fn stream_events_delivers_every_delta_then_finished() {
         let Some(AgentEvent::Finished(state)) = events.last() else {
             panic!("the stream must end with Finished, got {:?}", events.last());
         };
-        assert_eq!(state.stop_reason, Some(StopReason::Answer));
+        assert_eq!(state.stop_reason, StopReason::Answer);
         assert_eq!(state.output, "x".repeat(DELTAS));
     }
 }

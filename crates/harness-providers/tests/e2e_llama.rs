@@ -127,7 +127,7 @@ async fn an_agent_runs_end_to_end() {
     let state = agent.run("Say hello.").await.unwrap();
     assert!(matches!(
         state.stop_reason,
-        Some(harness_core::StopReason::Answer | harness_core::StopReason::Truncated)
+        harness_core::StopReason::Answer | harness_core::StopReason::Truncated
     ));
     assert!(!state.output_text().is_empty());
     assert!(state.usage.total_tokens > 0);

@@ -1808,7 +1808,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
         assert!(matches!(err, Error::RunFailed(_)), "{err:?}");
         assert_eq!(err.provider().unwrap().kind(), kind, "{err}");
         let state = err.state().unwrap();
-        assert_eq!(state.stop_reason, None);
+        assert_eq!(state.stop_reason, StopReason::Unfinished);
         let roles: Vec<Role> = state.messages.iter().map(|m| m.role).collect();
         assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
         assert_eq!(state.messages[0].text(), "go");
@@ -1861,7 +1861,7 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             .unwrap();
         let (outcome, _) = agent_outcome(&agent, streamed).await;
         let state = outcome.unwrap();
-        assert_eq!(state.stop_reason, Some(StopReason::Answer));
+        assert_eq!(state.stop_reason, StopReason::Answer);
         assert_eq!(state.output, "done");
         assert_eq!(notes_written(&marker), 0, "the tool must not run");
         let call = &state.messages[1].tool_calls[0];
@@ -1898,7 +1898,7 @@ fn agent_truncated_probe(probes: &mut Probes, vendor: Vendor) {
                 .build()
                 .unwrap();
             let state = agent.run("go").await.unwrap();
-            assert_eq!(state.stop_reason, Some(StopReason::Truncated));
+            assert_eq!(state.stop_reason, StopReason::Truncated);
             assert!(!state.answered());
         },
     );

@@ -55,7 +55,7 @@ impl Tool for AgentTool {
         let input = RunInput::from(prompt).with_raw_deps(ctx.raw_deps());
         let state = self.agent.run(input).await?;
         if !state.answered() {
-            let reason = state.stop_reason.map_or("no reason", |r| r.as_str());
+            let reason = state.stop_reason.as_str();
             return Err(Error::tool_failed(
                 &self.spec.name,
                 format!(

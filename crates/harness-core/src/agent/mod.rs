@@ -51,25 +51,13 @@ pub const DENIED_BY_USER: &str = "Denied by the user.";
 /// The transcript text for a call the middleware refused.
 pub const REFUSED_BY_MIDDLEWARE: &str =
     "Refused before running: the agent's middleware declined this call.";
+/// The transcript text for calls a budget stopped before they ran.
+pub const NOT_RUN_BUDGET: &str = "Not run: the run's budget is spent.";
 /// The transcript text for calls made in the same turn as `final_answer`.
 pub const NOT_RUN_FINAL: &str = "Not run: final_answer ended the turn.";
 /// The transcript text that answers an accepted `final_answer` call, so the transcript stays
 /// valid if the conversation goes on.
 pub const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
-
-/// The budget was crossed: what [`Error::TokenBudgetExceeded`] carries.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TokenBudgetExceeded {
-    /// The agent's name.
-    pub agent_name: String,
-    /// The agent's cumulative usage, the response that crossed the budget included.
-    pub usage: TokenUsage,
-    /// The budget that was crossed.
-    pub budget: u64,
-    /// The run so far: the transcript before the response that crossed the budget, that
-    /// response's text as `output`, `stop_reason` [`StopReason::TokenBudget`].
-    pub state: AgentState,
-}
 
 /// What a run starts from: a prompt, messages, or a state to resume; and the run's
 /// dependencies, which tools reach through [`Ctx::deps`](crate::Ctx::deps).
@@ -214,10 +202,12 @@ impl Agent {
     /// results are recorded in call order. A tool's failure goes back to the model as that
     /// call's result and the run goes on.
     ///
+    /// A budget's limit ends the run as `Ok`, with its stop reason.
+    ///
     /// # Errors
-    /// [`Error::TokenBudgetExceeded`] when the token budget is crossed,
     /// [`Error::Configuration`] for a paused state resumed undecided or tool calls with no
-    /// tools registered, and the model's own errors.
+    /// tools registered, and the model's own errors; an error after the run began is
+    /// [`Error::RunFailed`], carrying the run so far.
     pub async fn run(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         self.inner
             .drive(input.into(), ToolMode::Concurrent, &stream::Events::none())
@@ -289,11 +279,9 @@ impl Agent {
         AgentTool::new(self.clone(), name.into(), description.into())
     }
 
-    /// Token usage of every model call this agent has made, over all its runs.
-    ///
-    /// This is cumulative over the agent's life, as the original library's is, and so is
-    /// the token budget that is checked against it: build a fresh agent (cheap) or call
-    /// [`Agent::reset_usage`] to start counting again.
+    /// Token usage of every model call this agent (and its clones) has made, over all its
+    /// runs: the lifetime figure, which no budget limits ([`Budget`] limits each run; a
+    /// run's own usage is its state's `usage`). [`Agent::reset_usage`] starts it again.
     pub fn total_usage(&self) -> TokenUsage {
         self.inner.total_usage()
     }

@@ -11,20 +11,67 @@ use tracing::Instrument as _;
 use super::stream::Events;
 use super::{
     AgentEvent, AgentInner, AgentState, DENIED_BY_POLICY, DENIED_BY_USER, Decision,
-    FINAL_ANSWER_ACCEPTED, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput, REFUSED_BY_MIDDLEWARE,
-    RunInput, StopReason, TokenBudgetExceeded, ToolMode,
+    FINAL_ANSWER_ACCEPTED, NOT_RUN_BUDGET, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput,
+    REFUSED_BY_MIDDLEWARE, RunInput, StopReason, ToolMode,
 };
 use crate::agent::output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
 use crate::content::Block;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
-use crate::response::{CompletionResponse, FinishReason};
+use crate::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::tool::{Ctx, Gate};
 
 /// The transcript as the loop holds it: shared with the `Ctx` of running tools, so a tool
 /// sees it without a copy, and copied on write only if a tool kept it.
 type Transcript = Arc<Vec<Message>>;
+
+/// What one run has spent: the budget's measure, and the usage its state reports.
+#[derive(Debug, Clone, Copy, Default)]
+struct Spent {
+    /// The usage of the state the run started from (a resumed run goes on counting).
+    before: TokenUsage,
+    /// This run's model calls.
+    tokens: TokenUsage,
+    /// This run's tool calls.
+    tool_calls: usize,
+}
+
+impl Spent {
+    /// The usage the state reports: the resumed state's and this run's.
+    fn usage(&self) -> TokenUsage {
+        self.before + self.tokens
+    }
+
+    /// The run so far, unfinished: what a middleware's `after_step` sees and what an error
+    /// that ends the run carries.
+    fn snapshot(&self, transcript: &[Message]) -> AgentState {
+        AgentState {
+            messages: transcript.to_vec(),
+            output: Value::Null,
+            usage: self.usage(),
+            stop_reason: StopReason::Unfinished,
+            paused: Vec::new(),
+        }
+    }
+
+    /// The state a run ends with.
+    fn finish(
+        &self,
+        transcript: Transcript,
+        output: impl Into<Value>,
+        reason: StopReason,
+        paused: Vec<PendingHumanInput>,
+    ) -> AgentState {
+        AgentState {
+            messages: Arc::try_unwrap(transcript).unwrap_or_else(|shared| (*shared).clone()),
+            output: output.into(),
+            usage: self.usage(),
+            stop_reason: reason,
+            paused,
+        }
+    }
+}
 
 /// What became of one dispatched call.
 enum Outcome {
@@ -71,30 +118,44 @@ impl AgentInner {
             Arc::make_mut(&mut transcript).insert(0, Message::system(system.clone()));
         }
         let ctx = Ctx::new().with_raw_deps(deps);
+        let mut spent = Spent {
+            before: state.usage,
+            ..Spent::default()
+        };
         let paused = std::mem::take(&mut state.paused);
         if let Some(pending) = self
             .settle(&mut transcript, paused, &ctx, mode, events)
             .await?
         {
-            return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
+            return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
         }
 
-        for step in 1..=self.budget.max_steps() {
+        for step in 1..=self.budget.steps() {
             events.emit(|| AgentEvent::StepStarted { step });
             let response = self
                 .ask_model(model, &transcript, events)
                 .await
-                .map_err(|e| e.with_state(|| self.snapshot(&transcript)))?;
-            self.account(&response, &transcript)?;
+                .map_err(|e| e.with_state(|| spent.snapshot(&transcript)))?;
+            let crossed = self.account(&response, &mut spent);
             let text = response.content().to_owned();
             let (blocks, calls, _, finish_reason) = response.into_parts();
             let content = Content::from_blocks(blocks);
+
+            if let Some(crossed) = crossed {
+                // The turn is kept, its calls answered "not run", so nothing is lost and
+                // the transcript stays one a vendor accepts.
+                tracing::info!(agent = %self.name, %crossed, "token budget spent");
+                record_not_run(&mut transcript, content, &calls);
+                let reason = StopReason::TokenBudget;
+                return Ok(spent.finish(transcript, text, reason, Vec::new()));
+            }
 
             if self.output.is_some() && calls.iter().any(|c| c.name == FINAL_TOOL) {
                 let record = Message::assistant(content).with_tool_calls(calls.clone());
                 Arc::make_mut(&mut transcript).push(record);
                 if let Some(value) = self.accept_final_answer(&mut transcript, &calls) {
-                    return Ok(self.finish(transcript, value, StopReason::Answer, Vec::new()));
+                    let reason = StopReason::Answer;
+                    return Ok(spent.finish(transcript, value, reason, Vec::new()));
                 }
                 continue;
             }
@@ -110,7 +171,7 @@ impl AgentInner {
                 } else {
                     StopReason::Truncated
                 };
-                return Ok(self.finish(transcript, Value::from(text), reason, Vec::new()));
+                return Ok(spent.finish(transcript, text, reason, Vec::new()));
             }
 
             if self.tools.is_empty() {
@@ -118,45 +179,31 @@ impl AgentInner {
                     "{} received tool calls but has no tools registered",
                     self.name
                 ));
-                return Err(error.with_state(|| self.snapshot(&transcript)));
+                return Err(error.with_state(|| spent.snapshot(&transcript)));
             }
+            if !self.budget.allows_tool_calls(spent.tool_calls, calls.len()) {
+                record_not_run(&mut transcript, content, &calls);
+                let reason = StopReason::ToolCallBudget;
+                return Ok(spent.finish(transcript, "", reason, Vec::new()));
+            }
+            spent.tool_calls += calls.len();
             let request = Message::assistant(content).with_tool_calls(calls.clone());
             Arc::make_mut(&mut transcript).push(request);
             if let Some(pending) = self
                 .tool_round(calls, finish_reason, &mut transcript, &ctx, mode, events)
                 .await
             {
-                return Ok(self.finish(transcript, Value::from(""), StopReason::Paused, pending));
+                return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
             }
             if let Some(middleware) = &self.middleware
-                && !middleware.after_step(step, &self.snapshot(&transcript))
+                && !middleware.after_step(step, &spent.snapshot(&transcript))
             {
-                return Ok(self.finish(
-                    transcript,
-                    Value::from(""),
-                    StopReason::Stopped,
-                    Vec::new(),
-                ));
+                let reason = StopReason::Stopped;
+                return Ok(spent.finish(transcript, "", reason, Vec::new()));
             }
         }
-        Ok(self.finish(
-            transcript,
-            Value::from(""),
-            StopReason::StepBudget,
-            Vec::new(),
-        ))
-    }
-
-    /// The run so far, unfinished: what a middleware's `after_step` sees and what an error
-    /// that ends the run carries.
-    fn snapshot(&self, transcript: &[Message]) -> AgentState {
-        AgentState {
-            messages: transcript.to_vec(),
-            output: Value::Null,
-            usage: self.total_usage(),
-            stop_reason: None,
-            paused: Vec::new(),
-        }
+        let reason = StopReason::StepBudget;
+        Ok(spent.finish(transcript, "", reason, Vec::new()))
     }
 
     /// One model call: middleware's view, then the context policy's, then the model,
@@ -208,37 +255,17 @@ impl AgentInner {
         Ok(response)
     }
 
-    /// Adds the response's usage to the agent's total and enforces the token budget, before
-    /// any tool of the turn runs.
-    fn account(&self, response: &CompletionResponse, transcript: &[Message]) -> Result<()> {
-        let Some(usage) = response.usage() else {
-            return Ok(());
-        };
-        let total = {
-            let mut total = self
-                .total_usage
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            *total += *usage;
-            *total
-        };
-        match self.budget.max_tokens() {
-            Some(budget) if total.total_tokens > budget => {
-                Err(Error::TokenBudgetExceeded(Box::new(TokenBudgetExceeded {
-                    agent_name: self.name.clone(),
-                    usage: total,
-                    budget,
-                    state: AgentState {
-                        messages: transcript.to_vec(),
-                        output: Value::from(response.content()),
-                        usage: total,
-                        stop_reason: Some(StopReason::TokenBudget),
-                        paused: Vec::new(),
-                    },
-                })))
-            }
-            _ => Ok(()),
-        }
+    /// Adds the response's usage to the agent's lifetime total and to the run's; says which
+    /// token limit of the budget the run has now crossed, if any, before any tool of the
+    /// turn runs.
+    fn account(&self, response: &CompletionResponse, spent: &mut Spent) -> Option<String> {
+        let usage = *response.usage()?;
+        *self
+            .total_usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) += usage;
+        spent.tokens += usage;
+        self.budget.tokens_crossed(&spent.tokens)
     }
 
     /// Checks a `final_answer` call. Accepted: its value, with every call of the turn
@@ -505,22 +532,6 @@ impl AgentInner {
         insert_in_call_order(Arc::make_mut(transcript), messages);
         Ok((!questions.is_empty()).then_some(questions))
     }
-
-    fn finish(
-        &self,
-        transcript: Transcript,
-        output: Value,
-        reason: StopReason,
-        paused: Vec<PendingHumanInput>,
-    ) -> AgentState {
-        AgentState {
-            messages: Arc::try_unwrap(transcript).unwrap_or_else(|shared| (*shared).clone()),
-            output,
-            usage: self.total_usage(),
-            stop_reason: Some(reason),
-            paused,
-        }
-    }
 }
 
 /// The result a call gets when its arguments are not one JSON object: what was wrong, the
@@ -541,6 +552,14 @@ fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<
             call.name
         )
     })
+}
+
+/// Records a turn whose calls the budget stops: the model's turn, and "not run" for each
+/// call, so the transcript stays one a vendor accepts.
+fn record_not_run(transcript: &mut Transcript, content: Content, calls: &[ToolCall]) {
+    let transcript = Arc::make_mut(transcript);
+    transcript.push(Message::assistant(content).with_tool_calls(calls.to_vec()));
+    transcript.extend(calls.iter().map(|call| tool_message(call, NOT_RUN_BUDGET)));
 }
 
 /// An approval pause for a gated call, asking in plain words with the arguments as JSON.

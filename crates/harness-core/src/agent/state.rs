@@ -10,19 +10,25 @@ use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::response::TokenUsage;
 
-/// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Why a run ended, or that it has not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The run has not ended: a state that has not run yet, or the state an error carries
+    /// ([`Error::state`](crate::Error::state)). Running it continues.
+    #[default]
+    Unfinished,
     /// The model answered: the only reason [`AgentState::answered`] is true for.
     Answer,
     /// The step budget ran out; the output is empty.
     StepBudget,
+    /// A token limit of the budget was crossed; the output is the text of the response
+    /// that crossed it, whose tool calls were not run.
+    TokenBudget,
+    /// The tool-call limit of the budget would have been passed; the round was not run.
+    ToolCallBudget,
     /// A call waits for a human: see [`AgentState::paused`].
     Paused,
-    /// The token budget was crossed (carried by
-    /// [`Error::TokenBudgetExceeded`]).
-    TokenBudget,
     /// The model stopped for another reason than finishing (its output limit, a filter).
     Truncated,
     /// Middleware's `after_step` ended the run.
@@ -30,14 +36,16 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    /// The wire name: `answer`, `step_budget`, `paused`, `token_budget`, `truncated` or
-    /// `stopped`.
+    /// The wire name: `unfinished`, `answer`, `step_budget`, `token_budget`,
+    /// `tool_call_budget`, `paused`, `truncated` or `stopped`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Unfinished => "unfinished",
             Self::Answer => "answer",
             Self::StepBudget => "step_budget",
-            Self::Paused => "paused",
             Self::TokenBudget => "token_budget",
+            Self::ToolCallBudget => "tool_call_budget",
+            Self::Paused => "paused",
             Self::Truncated => "truncated",
             Self::Stopped => "stopped",
         }
@@ -105,11 +113,13 @@ pub struct AgentState {
     /// The answer: a JSON string for text, the structured value when an output type is set,
     /// `null` before any answer.
     pub output: Value,
-    /// Token usage of the agent so far (cumulative over the agent's life, as
+    /// Token usage of the run that made this state: its model calls, added to the usage of
+    /// the state it resumed (the agent's lifetime figure is
     /// [`Agent::total_usage`](crate::agent::Agent::total_usage)).
     pub usage: TokenUsage,
-    /// Why the run ended; `None` for a state that has not run.
-    pub stop_reason: Option<StopReason>,
+    /// Why the run ended ([`StopReason::Unfinished`] for a state that has not run, or that
+    /// an error interrupted).
+    pub stop_reason: StopReason,
     /// The calls waiting on a human, in call order.
     pub paused: Vec<PendingHumanInput>,
 }
@@ -125,10 +135,15 @@ struct StateFields {
     output: Value,
     #[serde(default)]
     usage: TokenUsage,
-    #[serde(default)]
-    stop_reason: Option<StopReason>,
+    /// `null`, as older states wrote an unfinished run, reads as `Unfinished`.
+    #[serde(default, deserialize_with = "stop_reason_or_null")]
+    stop_reason: StopReason,
     #[serde(default)]
     paused: Vec<PendingHumanInput>,
+}
+
+fn stop_reason_or_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<StopReason, D::Error> {
+    Ok(Option::<StopReason>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 impl<'de> Deserialize<'de> for AgentState {
@@ -151,7 +166,7 @@ impl AgentState {
 
     /// True only when the run ended with an answer: check this before trusting `output`.
     pub fn answered(&self) -> bool {
-        self.stop_reason == Some(StopReason::Answer)
+        self.stop_reason == StopReason::Answer
     }
 
     /// The output's text: the answer for a text agent, `""` otherwise.
@@ -167,24 +182,31 @@ impl AgentState {
     pub fn output_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         if !self.answered() {
             let why = match self.stop_reason {
-                None => {
+                StopReason::Unfinished => {
                     "the run has not finished (it has not run yet, or an error ended it: run \
                      the state again to continue)"
                 }
-                Some(StopReason::StepBudget) => {
-                    "the step budget ran out first; raise Budget::steps, or read state.messages \
-                     to see what the model did instead"
+                StopReason::StepBudget => {
+                    "the step budget ran out first; raise Budget::with_steps, or read \
+                     state.messages to see what the model did instead"
                 }
-                Some(StopReason::Paused) => {
+                StopReason::Paused => {
                     "a call waits for a human; rule on state.paused with approve() or reject() \
                      and run the state again"
                 }
-                Some(StopReason::TokenBudget) => "the token budget was crossed",
-                Some(StopReason::Truncated) => {
+                StopReason::TokenBudget => {
+                    "a token limit of the budget was crossed; raise it, or run the state again \
+                     to continue"
+                }
+                StopReason::ToolCallBudget => {
+                    "the tool-call limit of the budget was reached; raise it, or run the state \
+                     again to continue"
+                }
+                StopReason::Truncated => {
                     "the model's output was cut off; output_text() has the partial text"
                 }
-                Some(StopReason::Stopped) => "middleware stopped the run",
-                Some(StopReason::Answer) => "",
+                StopReason::Stopped => "middleware stopped the run",
+                StopReason::Answer => "",
             };
             return Err(Error::OutputValidation(format!(
                 "there is no answer to read as {}: {why}",
@@ -329,7 +351,7 @@ mod tests {
             messages: vec![Message::user("pay")],
             output: json!(""),
             usage: TokenUsage::new(1, 2, 3),
-            stop_reason: Some(StopReason::Paused),
+            stop_reason: StopReason::Paused,
             paused: vec![
                 PendingHumanInput {
                     call_id: Some("a".into()),
@@ -397,7 +419,7 @@ mod tests {
         let state = AgentState::from_value(json!({"messages": [{"role": "user", "content": "x"}]}))
             .unwrap();
         assert_eq!(state.usage, TokenUsage::default());
-        assert_eq!(state.stop_reason, None);
+        assert_eq!(state.stop_reason, StopReason::Unfinished);
         let err = AgentState::from_value(json!(3)).unwrap_err();
         assert!(
             err.to_string()
@@ -413,7 +435,7 @@ mod tests {
         }
         let state = AgentState {
             output: json!({"celsius": 22}),
-            stop_reason: Some(StopReason::Answer),
+            stop_reason: StopReason::Answer,
             ..AgentState::default()
         };
         assert!(state.answered());
