@@ -78,11 +78,11 @@ pub use harness_providers::{
 /// specs, middleware, the toolbox's approval gate.
 pub mod agent {
     pub use harness_core::agent::{
-        ASK_FOR_FINAL_ANSWER, Agent, AgentBuilder, AgentEvent, AgentState, AgentTool, BlockingIter,
-        Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER, FINAL_ANSWER_ACCEPTED, FINAL_TOOL,
-        Hooks, Middleware, NOT_RUN_BUDGET, NOT_RUN_FINAL, NOT_RUN_PAUSED, NoMiddleware,
-        PendingHumanInput, Prune, REFUSED_BY_MIDDLEWARE, RunInput, StopReason, estimate_tokens,
-        truncate,
+        ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, Agent, AgentBuilder, AgentEvent, AgentState,
+        AgentTool, BlockingIter, Budget, ContextPolicy, DENIED_BY_POLICY, DENIED_BY_USER,
+        FINAL_ANSWER_ACCEPTED, FINAL_TOOL, Hooks, Middleware, NOT_RUN_BUDGET, NOT_RUN_FINAL,
+        NOT_RUN_PAUSED, NoMiddleware, PendingHumanInput, Prune, REFUSED_BY_MIDDLEWARE, RunInput,
+        StopReason, estimate_tokens, truncate,
     };
     pub use harness_core::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 }
@@ -134,8 +134,8 @@ pub mod providers {
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
     pub use harness_core::{
         Block, BoxStream, CompletionResponse, Content, Document, FinishReason, Image, ImageSource,
-        Llm, LlmEvent, ReasoningLevel, Role, Text, Thinking, TokenUsage, ToolCall, ToolSpec,
-        replay,
+        Llm, LlmEvent, ModelSettings, OutputSchema, ReasoningLevel, Request, Role, Text, Thinking,
+        TokenUsage, ToolCall, ToolChoice, ToolSpec, replay,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{
@@ -148,7 +148,7 @@ pub mod providers {
 /// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),
 /// [`FunctionModel`](testing::FunctionModel), [`ScriptedModel`](testing::ScriptedModel).
 pub mod testing {
-    pub use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
+    pub use harness_core::testing::{FunctionModel, RequestRecord, ScriptedModel, TestModel};
 }
 
 /// Every error type. Only [`Error`] is re-exported at the root.

@@ -14,9 +14,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use harness_core::agent::Agent;
-use harness_core::{
-    CompletionResponse, Llm, Message, Result, TokenUsage, ToolCall, ToolSpec, async_trait, tool,
-};
+use harness_core::{CompletionResponse, Llm, Result, TokenUsage, ToolCall, async_trait, tool};
 use serde_json::json;
 
 /// Answers at once: a tool call on odd calls when `with_tool` is set, text otherwise.
@@ -44,7 +42,7 @@ impl Instant0 {
 
 #[async_trait]
 impl Llm for Instant0 {
-    async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(&self, _: harness_core::Request<'_>) -> Result<CompletionResponse> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         Ok(if self.with_tool && n.is_multiple_of(2) {
             self.tool_turn.clone()

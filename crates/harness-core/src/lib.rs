@@ -54,6 +54,7 @@ pub mod content;
 mod error;
 mod llm;
 mod message;
+mod request;
 mod response;
 pub mod testing;
 mod tool;
@@ -68,6 +69,7 @@ pub use error::{
 };
 pub use llm::{BoxStream, Llm, LlmEvent, replay};
 pub use message::{Content, Message, Role, ToolCall};
+pub use request::{ModelSettings, OutputSchema, Request, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
 pub use tool::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 

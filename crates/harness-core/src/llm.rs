@@ -7,9 +7,8 @@ use futures_util::{StreamExt, stream};
 
 use crate::content::Block;
 use crate::error::Result;
-use crate::message::Message;
+use crate::request::Request;
 use crate::response::CompletionResponse;
-use crate::tool::ToolSpec;
 
 /// A boxed, `Send` stream, as the streaming methods return.
 pub type BoxStream<'a, T> = std::pin::Pin<Box<dyn Stream<Item = T> + Send + 'a>>;
@@ -27,81 +26,75 @@ pub enum LlmEvent {
     Completed(CompletionResponse),
 }
 
-/// A model: anything that turns a transcript and a list of tools into a completion.
+/// A model: anything that turns a [`Request`] (the transcript, the tools, the settings) into
+/// a completion.
 ///
 /// [`generate`](Llm::generate) is the one required method. The streaming methods have
 /// defaults: a backend that cannot stream still works everywhere, its one result replayed
-/// as one delta per block and then [`LlmEvent::Completed`].
+/// as one delta per block and then [`LlmEvent::Completed`]. The request is one
+/// `#[non_exhaustive]` value, so what a request can say grows without breaking an
+/// implementor.
 ///
 /// The trait is object-safe, so `Arc<dyn Llm>` is how a model is shared between agents.
 ///
 /// ```
-/// use harness_core::{async_trait, CompletionResponse, Llm, Message, Result, ToolSpec};
+/// use harness_core::{async_trait, CompletionResponse, Llm, Message, Request, Result};
 ///
 /// /// Answers every question with the length of the last message.
 /// struct Counter;
 ///
 /// #[async_trait]
 /// impl Llm for Counter {
-///     async fn generate(&self, messages: &[Message], _tools: &[ToolSpec]) -> Result<CompletionResponse> {
-///         let last = messages.last().map(|m| m.text().chars().count()).unwrap_or(0);
+///     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+///         let last = request.messages.last().map(|m| m.text().chars().count()).unwrap_or(0);
 ///         Ok(CompletionResponse::text(last.to_string()))
 ///     }
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let model: std::sync::Arc<dyn Llm> = std::sync::Arc::new(Counter);
-/// let reply = model.generate(&[Message::user("four")], &[]).await?;
+/// let reply = model.generate(Request::new(&[Message::user("four")])).await?;
 /// assert_eq!(reply.content(), "4");
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
 #[async_trait::async_trait]
 pub trait Llm: Send + Sync {
-    /// Asks the model for one turn. `tools` is empty when the caller offers none.
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse>;
+    /// Asks the model for one turn.
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse>;
 
     /// Asks for one turn as a stream of events ending in [`LlmEvent::Completed`].
     ///
     /// The default calls [`generate`](Llm::generate) and replays the result: a
     /// [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block, in order,
     /// then `Completed`. A turn of tool calls alone is just `Completed`.
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         Box::pin(
-            stream::once(self.generate(messages, tools))
-                .flat_map(|result| stream::iter(replay(result))),
+            stream::once(self.generate(request)).flat_map(|result| stream::iter(replay(result))),
         )
     }
 
     /// The answer's text as it arrives; reasoning and the assembled turn are filtered out.
-    fn stream<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<String>> {
-        Box::pin(
-            self.stream_events(messages, tools)
-                .filter_map(|event| async move {
-                    match event {
-                        Ok(LlmEvent::TextDelta(text)) => Some(Ok(text)),
-                        Ok(_) => None,
-                        Err(e) => Some(Err(e)),
-                    }
-                }),
-        )
+    fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {
+        Box::pin(self.stream_events(request).filter_map(|event| async move {
+            match event {
+                Ok(LlmEvent::TextDelta(text)) => Some(Ok(text)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            }
+        }))
     }
 
     /// A short name for logs and error messages, such as `openai:gpt-4o-mini`.
     fn name(&self) -> String {
         "llm".to_owned()
+    }
+
+    /// Whether the model can be held to a [`Request::output`] schema natively. An agent
+    /// with a structured output sends the schema to such a model and reads its answer
+    /// directly; to any other it offers a `final_answer` tool instead. Default `false`.
+    fn native_output(&self) -> bool {
+        false
     }
 }
 
@@ -133,32 +126,27 @@ macro_rules! forward_llm {
     ($($ty:ty),*) => {$(
         #[async_trait::async_trait]
         impl<T: Llm + ?Sized> Llm for $ty {
-            async fn generate(
-                &self,
-                messages: &[Message],
-                tools: &[ToolSpec],
-            ) -> Result<CompletionResponse> {
-                (**self).generate(messages, tools).await
+            async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+                (**self).generate(request).await
             }
 
             fn stream_events<'a>(
                 &'a self,
-                messages: &'a [Message],
-                tools: &'a [ToolSpec],
+                request: Request<'a>,
             ) -> BoxStream<'a, Result<LlmEvent>> {
-                (**self).stream_events(messages, tools)
+                (**self).stream_events(request)
             }
 
-            fn stream<'a>(
-                &'a self,
-                messages: &'a [Message],
-                tools: &'a [ToolSpec],
-            ) -> BoxStream<'a, Result<String>> {
-                (**self).stream(messages, tools)
+            fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {
+                (**self).stream(request)
             }
 
             fn name(&self) -> String {
                 (**self).name()
+            }
+
+            fn native_output(&self) -> bool {
+                (**self).native_output()
             }
         }
     )*};
@@ -179,7 +167,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Llm for Fixed {
-        async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+        async fn generate(&self, _: Request<'_>) -> Result<CompletionResponse> {
             Ok(self.0.clone())
         }
     }
@@ -188,7 +176,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Llm for Failing {
-        async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+        async fn generate(&self, _: Request<'_>) -> Result<CompletionResponse> {
             Err(Error::configuration("boom"))
         }
     }
@@ -209,7 +197,7 @@ mod tests {
         ]);
         let model: Arc<dyn Llm> = Arc::new(Fixed(response.clone()));
         let events: Vec<LlmEvent> =
-            block_on(model.stream_events(&[], &[]).try_collect()).unwrap_or_default();
+            block_on(model.stream_events(Request::new(&[])).try_collect()).unwrap_or_default();
         assert_eq!(
             events,
             vec![
@@ -218,7 +206,8 @@ mod tests {
                 LlmEvent::Completed(response),
             ]
         );
-        let text: Vec<String> = block_on(model.stream(&[], &[]).try_collect()).unwrap_or_default();
+        let text: Vec<String> =
+            block_on(model.stream(Request::new(&[])).try_collect()).unwrap_or_default();
         assert_eq!(text, vec!["Hel".to_owned()]);
     }
 
@@ -228,13 +217,14 @@ mod tests {
             .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")]);
         let model = Box::new(Fixed(response.clone()));
         let events: Vec<LlmEvent> =
-            block_on(model.stream_events(&[], &[]).try_collect()).unwrap_or_default();
+            block_on(model.stream_events(Request::new(&[])).try_collect()).unwrap_or_default();
         assert_eq!(events, vec![LlmEvent::Completed(response)]);
     }
 
     #[test]
     fn a_failure_streams_as_one_error() {
-        let events: Vec<Result<LlmEvent>> = block_on(Failing.stream_events(&[], &[]).collect());
+        let events: Vec<Result<LlmEvent>> =
+            block_on(Failing.stream_events(Request::new(&[])).collect());
         assert_eq!(events.len(), 1);
         assert!(matches!(events[0], Err(Error::Configuration(_))));
         assert_eq!(Failing.name(), "llm");

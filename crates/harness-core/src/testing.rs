@@ -18,6 +18,7 @@ use crate::agent::{FINAL_TOOL, estimate_tokens};
 use crate::error::{Error, Result};
 use crate::llm::Llm;
 use crate::message::{Message, Role, ToolCall};
+use crate::request::{ModelSettings, OutputSchema, Request};
 use crate::response::{CompletionResponse, TokenUsage};
 use crate::tool::ToolSpec;
 
@@ -246,13 +247,9 @@ fn example_value(schema: &Value, root: &Value, depth: usize) -> Value {
 
 #[async_trait::async_trait]
 impl Llm for TestModel {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let response = self.respond(messages, tools);
-        let usage = usage_for(messages, &response);
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let response = self.respond(request.messages, request.tools);
+        let usage = usage_for(request.messages, &response);
         Ok(response.with_usage(usage))
     }
 
@@ -261,11 +258,34 @@ impl Llm for TestModel {
     }
 }
 
-type SyncTurn = dyn Fn(&[Message], &[ToolSpec]) -> Result<CompletionResponse> + Send + Sync;
-type AsyncTurn = dyn Fn(
-        Vec<Message>,
-        Vec<ToolSpec>,
-    ) -> Pin<Box<dyn Future<Output = Result<CompletionResponse>> + Send>>
+/// A request as a test model keeps it: owned, so an async turn or a later assertion can
+/// read it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RequestRecord {
+    /// The conversation the model was sent.
+    pub messages: Vec<Message>,
+    /// The tools it was offered.
+    pub tools: Vec<ToolSpec>,
+    /// The settings it was asked with.
+    pub settings: ModelSettings,
+    /// The output schema it was asked to answer in, if any.
+    pub output: Option<OutputSchema>,
+}
+
+impl From<&Request<'_>> for RequestRecord {
+    fn from(request: &Request<'_>) -> Self {
+        Self {
+            messages: request.messages.to_vec(),
+            tools: request.tools.to_vec(),
+            settings: request.settings.clone(),
+            output: request.output.cloned(),
+        }
+    }
+}
+
+type SyncTurn = dyn Fn(&Request<'_>) -> Result<CompletionResponse> + Send + Sync;
+type AsyncTurn = dyn Fn(RequestRecord) -> Pin<Box<dyn Future<Output = Result<CompletionResponse>> + Send>>
     + Send
     + Sync;
 
@@ -275,7 +295,8 @@ enum Turn {
     Async(Arc<AsyncTurn>),
 }
 
-/// A model whose every turn a closure decides, from the transcript and the tools offered.
+/// A model whose every turn a closure decides, from the [`Request`]: the transcript, the
+/// tools offered, the settings, the output schema.
 ///
 /// ```
 /// use harness_core::testing::FunctionModel;
@@ -283,7 +304,7 @@ enum Turn {
 /// use serde_json::json;
 ///
 /// // Calls `add` first, then answers with what it returned.
-/// let model = FunctionModel::new(|messages, _tools| match messages.last() {
+/// let model = FunctionModel::new(|request| match request.messages.last() {
 ///     Some(last) if last.name.as_deref() == Some("add") => CompletionResponse::text(last.text()),
 ///     _ => CompletionResponse::from_tool_calls(vec![
 ///         ToolCall::new("add", json!({"a": 2, "b": 3})).with_id("1"),
@@ -293,6 +314,7 @@ enum Turn {
 #[derive(Clone)]
 pub struct FunctionModel {
     turn: Turn,
+    native_output: bool,
 }
 
 impl std::fmt::Debug for FunctionModel {
@@ -303,50 +325,57 @@ impl std::fmt::Debug for FunctionModel {
 
 impl FunctionModel {
     /// A model answering with what `turn` returns.
-    pub fn new(
-        turn: impl Fn(&[Message], &[ToolSpec]) -> CompletionResponse + Send + Sync + 'static,
-    ) -> Self {
-        Self::fallible(move |messages, tools| Ok(turn(messages, tools)))
+    pub fn new(turn: impl Fn(&Request<'_>) -> CompletionResponse + Send + Sync + 'static) -> Self {
+        Self::fallible(move |request| Ok(turn(request)))
     }
 
     /// A model whose turns may fail, to test how an agent meets a model's errors.
     pub fn fallible(
-        turn: impl Fn(&[Message], &[ToolSpec]) -> Result<CompletionResponse> + Send + Sync + 'static,
+        turn: impl Fn(&Request<'_>) -> Result<CompletionResponse> + Send + Sync + 'static,
     ) -> Self {
         Self {
             turn: Turn::Sync(Arc::new(turn)),
+            native_output: false,
         }
     }
 
-    /// A model whose turns are async, to simulate latency or await something.
+    /// A model whose turns are async, to simulate latency or await something; it gets the
+    /// request as a [`RequestRecord`].
     pub fn from_async<F, Fut>(turn: F) -> Self
     where
-        F: Fn(Vec<Message>, Vec<ToolSpec>) -> Fut + Send + Sync + 'static,
+        F: Fn(RequestRecord) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CompletionResponse>> + Send + 'static,
     {
         Self {
-            turn: Turn::Async(Arc::new(move |messages, tools| {
-                Box::pin(turn(messages, tools))
-            })),
+            turn: Turn::Async(Arc::new(move |request| Box::pin(turn(request)))),
+            native_output: false,
         }
+    }
+
+    /// Says the model can be held to an output schema natively
+    /// ([`Llm::native_output`]), so an agent with a structured output sends the schema in
+    /// the request instead of offering `final_answer`.
+    pub fn with_native_output(mut self, on: bool) -> Self {
+        self.native_output = on;
+        self
     }
 }
 
 #[async_trait::async_trait]
 impl Llm for FunctionModel {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         match &self.turn {
-            Turn::Sync(turn) => turn(messages, tools),
-            Turn::Async(turn) => turn(messages.to_vec(), tools.to_vec()).await,
+            Turn::Sync(turn) => turn(&request),
+            Turn::Async(turn) => turn(RequestRecord::from(&request)).await,
         }
     }
 
     fn name(&self) -> String {
         "function".to_owned()
+    }
+
+    fn native_output(&self) -> bool {
+        self.native_output
     }
 }
 
@@ -357,21 +386,21 @@ impl Llm for FunctionModel {
 ///
 /// ```
 /// use harness_core::testing::ScriptedModel;
-/// use harness_core::{CompletionResponse, Llm, Message};
+/// use harness_core::{CompletionResponse, Llm, Message, Request};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let model = ScriptedModel::new([CompletionResponse::text("hello")]);
-/// assert_eq!(model.generate(&[Message::user("hi")], &[]).await?.content(), "hello");
+/// let hi = [Message::user("hi")];
+/// assert_eq!(model.generate(Request::new(&hi)).await?.content(), "hello");
 /// assert_eq!(model.requests()[0], vec![Message::user("hi")]);
-/// assert!(model.generate(&[], &[]).await.is_err());
+/// assert!(model.generate(Request::new(&[])).await.is_err());
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
     script: Mutex<VecDeque<Result<CompletionResponse>>>,
-    requests: Mutex<Vec<Vec<Message>>>,
-    offered: Mutex<Vec<Vec<String>>>,
+    records: Mutex<Vec<RequestRecord>>,
 }
 
 impl ScriptedModel {
@@ -398,15 +427,20 @@ impl ScriptedModel {
     /// Every transcript the model was sent, one per call, as the model saw it (after the
     /// middleware and the context policy).
     pub fn requests(&self) -> Vec<Vec<Message>> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.records().into_iter().map(|r| r.messages).collect()
     }
 
     /// The names of the tools offered on each call.
     pub fn offered_tools(&self) -> Vec<Vec<String>> {
-        self.offered
+        self.records()
+            .into_iter()
+            .map(|r| r.tools.into_iter().map(|t| t.name).collect())
+            .collect()
+    }
+
+    /// Every request whole, one per call: transcript, tools, settings, output schema.
+    pub fn records(&self) -> Vec<RequestRecord> {
+        self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -424,20 +458,12 @@ impl ScriptedModel {
 
 #[async_trait::async_trait]
 impl Llm for ScriptedModel {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(messages.to_vec());
-        self.offered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(tools.iter().map(|t| t.name.clone()).collect());
-        let calls = self.requests.lock().map_or(0, |r| r.len());
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let calls = {
+            let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+            records.push(RequestRecord::from(&request));
+            records.len()
+        };
         self.lock_script().pop_front().unwrap_or_else(|| {
             Err(Error::configuration(format!(
                 "ScriptedModel ran out of responses at call {calls}; add more to the script"

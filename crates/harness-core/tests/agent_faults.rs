@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures_util::StreamExt as _;
 use harness_core::agent::{Agent, AgentEvent, AgentState, StopReason};
 use harness_core::testing::{FunctionModel, ScriptedModel};
-use harness_core::{
-    CompletionResponse, Error, FinishReason, Message, ProviderError, Role, ToolCall, tool,
-};
+use harness_core::{CompletionResponse, Error, FinishReason, ProviderError, Role, ToolCall, tool};
 use serde_json::json;
 
 static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -170,7 +168,8 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
     let tool_runs = Arc::new(AtomicUsize::new(0));
     let model_calls = Arc::new(AtomicUsize::new(0));
     let calls = Arc::clone(&model_calls);
-    let model = FunctionModel::fallible(move |messages, _tools| {
+    let model = FunctionModel::fallible(move |request| {
+        let messages = request.messages;
         match calls.fetch_add(1, Ordering::SeqCst) {
             0 => Ok(CompletionResponse::from_tool_calls(vec![
                 ToolCall::new("count", json!({})).with_id("c1"),
@@ -220,7 +219,8 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
 /// The same failure through `stream_events`: the last item is the error, carrying the state.
 #[tokio::test]
 async fn a_failed_stream_ends_with_the_error_and_its_state() {
-    let model = FunctionModel::fallible(|messages: &[Message], _tools| {
+    let model = FunctionModel::fallible(|request| {
+        let messages = request.messages;
         if messages.iter().any(|m| m.role == Role::Tool) {
             Err(ProviderError::new("anthropic", "overloaded").into())
         } else {

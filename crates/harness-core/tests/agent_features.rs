@@ -86,7 +86,7 @@ async fn the_final_answer_tool_carries_the_output_types_schema() {
 #[tokio::test]
 async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() {
     // A model that only ever talks prose spends the step budget without an answer.
-    let model = FunctionModel::new(|_, _| CompletionResponse::text("It is sunny."));
+    let model = FunctionModel::new(|_| CompletionResponse::text("It is sunny."));
     let agent = Agent::builder()
         .model(model)
         .output::<Weather>()

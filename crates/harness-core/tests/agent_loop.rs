@@ -373,7 +373,8 @@ fn agent_text_blocking() -> Vec<String> {
 async fn stream_yields_text_alone_and_tools_still_run() {
     let count = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&count);
-    let model = FunctionModel::new(move |messages, _| {
+    let model = FunctionModel::new(move |request| {
+        let messages = request.messages;
         seen.fetch_add(1, Ordering::SeqCst);
         if messages.iter().any(|m| m.role == Role::Tool) {
             CompletionResponse::text("391")
@@ -587,7 +588,7 @@ async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
 /// because of requests 1..N; its lifetime usage stays readable.
 #[tokio::test]
 async fn the_budget_limits_each_run_not_the_agents_life() {
-    let model = FunctionModel::new(|_, _| {
+    let model = FunctionModel::new(|_| {
         CompletionResponse::text("ok").with_usage(TokenUsage::new(30, 10, 40))
     });
     let agent = Agent::builder()
@@ -615,7 +616,7 @@ async fn input_output_and_tool_call_limits_each_stop_the_run() {
     };
     let run = |budget: Budget| {
         let agent = Agent::builder()
-            .model(FunctionModel::new(move |_, _| turn()))
+            .model(FunctionModel::new(move |_| turn()))
             .tool(Add)
             .budget(budget)
             .build()
@@ -875,13 +876,14 @@ async fn test_model_calls_every_tool_then_summarises() {
 
 #[tokio::test]
 async fn function_model_can_be_async() {
-    let model = FunctionModel::from_async(|messages, _tools| async move {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        Ok(CompletionResponse::text(format!(
-            "{} messages",
-            messages.len()
-        )))
-    });
+    let model =
+        FunctionModel::from_async(|request: harness_core::testing::RequestRecord| async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(CompletionResponse::text(format!(
+                "{} messages",
+                request.messages.len()
+            )))
+        });
     let agent = Agent::builder().model(model).build().unwrap();
     assert_eq!(agent.run("x").await.unwrap().output_text(), "1 messages");
 }

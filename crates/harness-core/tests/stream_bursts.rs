@@ -7,9 +7,7 @@
 
 use futures_util::StreamExt as _;
 use harness_core::agent::{Agent, AgentEvent, StopReason};
-use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, Message, Result, ToolSpec, async_trait,
-};
+use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Result, async_trait};
 
 const DELTAS: usize = 10_000;
 
@@ -18,14 +16,13 @@ struct Burst;
 
 #[async_trait]
 impl Llm for Burst {
-    async fn generate(&self, _: &[Message], _: &[ToolSpec]) -> Result<CompletionResponse> {
+    async fn generate(&self, _: harness_core::Request<'_>) -> Result<CompletionResponse> {
         Ok(CompletionResponse::text("x".repeat(DELTAS)))
     }
 
     fn stream_events<'a>(
         &'a self,
-        _: &'a [Message],
-        _: &'a [ToolSpec],
+        _: harness_core::Request<'a>,
     ) -> BoxStream<'a, Result<LlmEvent>> {
         let deltas = (0..DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
         let last = Ok(LlmEvent::Completed(CompletionResponse::text(

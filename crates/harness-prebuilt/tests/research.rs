@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use harness_core::testing::FunctionModel;
+use harness_core::testing::{FunctionModel, RequestRecord};
 use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, Message, Role, TokenUsage, ToolCall, ToolSpec,
+    BoxStream, CompletionResponse, Llm, LlmEvent, Message, Request, Role, TokenUsage, ToolCall,
 };
 use harness_prebuilt::{DeepResearch, Finding, ResearchEvent};
 use serde_json::json;
@@ -36,10 +36,11 @@ fn last_user(messages: &[Message]) -> String {
 /// for "q1", so it finishes last when run alongside others), recording when it ran; the synthesizer writes "REPORT". Every call uses 10 input and 1 output token.
 fn model(plan: Vec<&'static str>, delay: Duration, log: Arc<Mutex<Vec<String>>>) -> FunctionModel {
     let usage = TokenUsage::new(10, 1, 11);
-    FunctionModel::from_async(move |messages: Vec<Message>, _tools| {
+    FunctionModel::from_async(move |request: RequestRecord| {
         let plan = plan.clone();
         let log = Arc::clone(&log);
         async move {
+            let messages = request.messages;
             let system = system_of(&messages);
             if system.contains("sub-questions that, answered together") {
                 let call =
@@ -242,9 +243,10 @@ async fn the_cap_reaches_the_planner_and_n_parallel_limits_concurrency() {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let (s, f, p) = (Arc::clone(&seen), Arc::clone(&in_flight), Arc::clone(&peak));
-    let model = FunctionModel::from_async(move |messages: Vec<Message>, _tools| {
+    let model = FunctionModel::from_async(move |request: RequestRecord| {
         let (s, f, p) = (Arc::clone(&s), Arc::clone(&f), Arc::clone(&p));
         async move {
+            let messages = request.messages;
             let system = system_of(&messages);
             if system.starts_with("PLAN {braces}") {
                 *s.lock().unwrap() = system;
@@ -278,7 +280,7 @@ async fn the_cap_reaches_the_planner_and_n_parallel_limits_concurrency() {
 
 #[test]
 fn invalid_settings_are_refused_at_construction() {
-    let model = || FunctionModel::new(|_, _| CompletionResponse::text("x"));
+    let model = || FunctionModel::new(|_| CompletionResponse::text("x"));
     let err = DeepResearch::builder(model())
         .max_sub_questions(0)
         .build()
@@ -315,12 +317,8 @@ const REPORT_DELTAS: usize = 10_000;
 
 #[harness_core::async_trait]
 impl Llm for BurstySynthesizer {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        _: &[ToolSpec],
-    ) -> harness_core::Result<CompletionResponse> {
-        if system_of(messages).contains("sub-questions that, answered together") {
+    async fn generate(&self, request: Request<'_>) -> harness_core::Result<CompletionResponse> {
+        if system_of(request.messages).contains("sub-questions that, answered together") {
             let call =
                 ToolCall::new("final_answer", json!({ "sub_questions": ["q1"] })).with_id("plan");
             return Ok(CompletionResponse::from_tool_calls(vec![call]));
@@ -330,14 +328,11 @@ impl Llm for BurstySynthesizer {
 
     fn stream_events<'a>(
         &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
+        request: Request<'a>,
     ) -> BoxStream<'a, harness_core::Result<LlmEvent>> {
-        if !system_of(messages).contains("Write one thorough") {
+        if !system_of(request.messages).contains("Write one thorough") {
             return Box::pin(futures_util::stream::once(async move {
-                self.generate(messages, tools)
-                    .await
-                    .map(LlmEvent::Completed)
+                self.generate(request).await.map(LlmEvent::Completed)
             }));
         }
         let deltas = (0..REPORT_DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));

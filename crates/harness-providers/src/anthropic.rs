@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec, content::merge_blocks,
+    ModelSettings, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice, ToolSpec,
+    content::merge_blocks,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -21,14 +22,16 @@ const VERSION: &str = "2023-06-01";
 /// Thinking comes back as [`Thinking`] blocks with their signature, and is replayed with its
 /// turn (Anthropic requires it after a tool call); unsigned thinking is not sent.
 /// `cache_prompt` puts cache breakpoints on the system prompt and the last tool, the part of
-/// an agent's request that repeats every turn.
+/// an agent's request that repeats every turn. Anthropic requires an output limit: 4096
+/// tokens unless the settings say otherwise, raised to fit a thinking budget. A structured
+/// output goes through the `final_answer` tool.
 ///
 /// ```no_run
 /// use harness_providers::Anthropic;
-/// use harness_core::ReasoningLevel;
+/// use harness_core::{ModelSettings, ReasoningLevel};
 ///
 /// let model = Anthropic::builder("claude-sonnet-4-20250514")
-///     .reasoning_effort(ReasoningLevel::Low)
+///     .settings(ModelSettings::new().with_reasoning(ReasoningLevel::Low))
 ///     .cache_prompt(true)
 ///     .build()?;
 /// # Ok::<(), harness_core::Error>(())
@@ -37,10 +40,12 @@ const VERSION: &str = "2023-06-01";
 pub struct Anthropic {
     client: HttpClient,
     model: String,
-    max_tokens: u32,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
     cache_prompt: bool,
 }
+
+/// The output limit Anthropic requires when the settings name none.
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Builds an [`Anthropic`] model.
 #[derive(Debug, Clone)]
@@ -48,8 +53,7 @@ pub struct Anthropic {
 pub struct AnthropicBuilder {
     model: String,
     connection: Connection,
-    max_tokens: u32,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
     cache_prompt: bool,
 }
 
@@ -68,8 +72,7 @@ impl Anthropic {
         AnthropicBuilder {
             model: model.into(),
             connection: Connection::default(),
-            max_tokens: 4096,
-            reasoning_effort: None,
+            defaults: ModelSettings::default(),
             cache_prompt: false,
         }
     }
@@ -84,19 +87,35 @@ impl Anthropic {
         &self.client
     }
 
-    /// The request body for `messages` and `tools`.
-    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+    /// The default settings, under each request's.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.defaults
+    }
+
+    /// The request body: `model`, `max_tokens`, `messages` and only what is set.
+    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
+        let settings = request.settings.over(&self.defaults);
+        let tools = request.tools;
         let mut body = Map::new();
         body.insert("model".into(), Value::from(self.model.as_str()));
-        let mut max_tokens = self.max_tokens;
+        let mut max_tokens = settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         let mut thinking = None;
-        if let Some(level) = self.reasoning_effort {
+        if let Some(level) = settings.reasoning {
             let budget = level.budget_tokens();
             max_tokens = max_tokens.max(budget + 1024);
             thinking = Some(json!({"type": "enabled", "budget_tokens": budget}));
         }
         body.insert("max_tokens".into(), Value::from(max_tokens));
-        let (system, wire_messages) = messages_to_wire(messages);
+        if let Some(t) = settings.temperature {
+            body.insert("temperature".into(), Value::from(t));
+        }
+        if let Some(p) = settings.top_p {
+            body.insert("top_p".into(), Value::from(p));
+        }
+        if !settings.stop.is_empty() {
+            body.insert("stop_sequences".into(), Value::from(settings.stop.clone()));
+        }
+        let (system, wire_messages) = messages_to_wire(request.messages);
         body.insert("messages".into(), Value::Array(wire_messages));
         if let Some(system) = system {
             let system = if self.cache_prompt {
@@ -114,6 +133,9 @@ impl Anthropic {
                 last.insert("cache_control".into(), json!({"type": "ephemeral"}));
             }
             body.insert("tools".into(), Value::Array(wire_tools));
+            if let Some(choice) = tool_choice(&settings) {
+                body.insert("tool_choice".into(), choice);
+            }
         }
         if let Some(thinking) = thinking {
             body.insert("thinking".into(), thinking);
@@ -128,15 +150,11 @@ impl Anthropic {
 impl AnthropicBuilder {
     connection_setters!();
 
-    /// The output cap Anthropic requires (default 4096); raised to fit a thinking budget.
-    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
-        self
-    }
-
-    /// Extended thinking with the level's token budget.
-    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
-        self.reasoning_effort = Some(level);
+    /// Default settings for every request, under the agent's and the run's: the output
+    /// limit (Anthropic requires one: 4096 when unset), temperature, extended thinking
+    /// (`with_reasoning`, its level's token budget), ...
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.defaults = settings;
         self
     }
 
@@ -149,10 +167,10 @@ impl AnthropicBuilder {
     /// The model.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `max_tokens` 0, `max_concurrency` 0 or a key that is not
-    /// a valid header.
+    /// [`Error::Configuration`] for a `max_tokens` setting of 0, `max_concurrency` 0 or a
+    /// key that is not a valid header.
     pub fn build(self) -> Result<Anthropic> {
-        if self.max_tokens == 0 {
+        if self.defaults.max_tokens == Some(0) {
             return Err(Error::configuration(
                 "Anthropic max_tokens must be at least 1, got 0",
             ));
@@ -171,8 +189,7 @@ impl AnthropicBuilder {
         Ok(Anthropic {
             client: HttpClient::new(config)?,
             model: self.model,
-            max_tokens: self.max_tokens,
-            reasoning_effort: self.reasoning_effort,
+            defaults: self.defaults,
             cache_prompt: self.cache_prompt,
         })
     }
@@ -180,26 +197,18 @@ impl AnthropicBuilder {
 
 #[async_trait::async_trait]
 impl Llm for Anthropic {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let body = self.request_body(messages, tools, false);
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let body = self.request_body(&request, false);
         let answer = self.client.post_json("/messages", &body).await?;
         parse_response(&answer)
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         rest::stream(
             &self.client,
             StreamRequest {
                 path: "/messages".into(),
-                body: self.request_body(messages, tools, true),
+                body: self.request_body(&request, true),
                 accumulator: MessagesAccumulator::default(),
             },
         )
@@ -208,6 +217,23 @@ impl Llm for Anthropic {
     fn name(&self) -> String {
         format!("anthropic:{}", self.model)
     }
+}
+
+/// `tool_choice` for the settings, when they say anything: Anthropic's `any` is "required";
+/// one turn, one call is `disable_parallel_tool_use`.
+fn tool_choice(settings: &ModelSettings) -> Option<Value> {
+    let mut choice = match &settings.tool_choice {
+        None if settings.parallel_tool_calls != Some(false) => return None,
+        Some(ToolChoice::None) => return Some(json!({"type": "none"})),
+        Some(ToolChoice::Required) => json!({"type": "any"}),
+        Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
+        // Auto, and a choice added later that Anthropic cannot say.
+        None | Some(_) => json!({"type": "auto"}),
+    };
+    if settings.parallel_tool_calls == Some(false) {
+        choice["disable_parallel_tool_use"] = Value::Bool(true);
+    }
+    Some(choice)
 }
 
 fn tool_to_wire(tool: &ToolSpec) -> Value {

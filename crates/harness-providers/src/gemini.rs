@@ -2,7 +2,7 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall, ToolSpec,
+    ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -29,7 +29,7 @@ use crate::wire::{Count, Few, Text, count, count_at};
 pub struct Gemini {
     client: HttpClient,
     model: String,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
 }
 
 /// Builds a [`Gemini`] model.
@@ -38,7 +38,7 @@ pub struct Gemini {
 pub struct GeminiBuilder {
     model: String,
     connection: Connection,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
 }
 
 impl Gemini {
@@ -55,7 +55,7 @@ impl Gemini {
         GeminiBuilder {
             model: model.into(),
             connection: Connection::default(),
-            reasoning_effort: None,
+            defaults: ModelSettings::default(),
         }
     }
 
@@ -69,13 +69,21 @@ impl Gemini {
         &self.client
     }
 
-    /// The request body for `messages` and `tools`.
+    /// The default settings, under each request's.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.defaults
+    }
+
+    /// The request body: `contents` and only what is set. Gemini has no switch for parallel
+    /// tool calls; `parallel_tool_calls` is not sent.
     ///
     /// # Errors
     /// [`Error::Configuration`] for an image given only by URL.
-    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Value> {
+    pub fn request_body(&self, request: &Request<'_>) -> Result<Value> {
+        let settings = request.settings.over(&self.defaults);
+        let tools = request.tools;
         let mut body = Map::new();
-        let (system, contents) = messages_to_wire(messages)?;
+        let (system, contents) = messages_to_wire(request.messages)?;
         body.insert("contents".into(), Value::Array(contents));
         if let Some(system) = system {
             body.insert(
@@ -98,12 +106,16 @@ impl Gemini {
                 "tools".into(),
                 json!([{"functionDeclarations": declarations}]),
             );
+            if let Some(config) = function_calling(settings.tool_choice.as_ref()) {
+                body.insert(
+                    "toolConfig".into(),
+                    json!({"functionCallingConfig": config}),
+                );
+            }
         }
-        if let Some(level) = self.reasoning_effort {
-            body.insert(
-                "generationConfig".into(),
-                json!({"thinkingConfig": {"thinkingBudget": level.budget_tokens()}}),
-            );
+        let config = generation_config(&settings, request.output);
+        if !config.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(config));
         }
         Ok(Value::Object(body))
     }
@@ -112,9 +124,10 @@ impl Gemini {
 impl GeminiBuilder {
     connection_setters!();
 
-    /// A thinking budget from the level.
-    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
-        self.reasoning_effort = Some(level);
+    /// Default settings for every request, under the agent's and the run's (temperature,
+    /// output limit, a thinking budget from `with_reasoning`, ...).
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.defaults = settings;
         self
     }
 
@@ -134,30 +147,22 @@ impl GeminiBuilder {
         Ok(Gemini {
             client: HttpClient::new(config)?,
             model: self.model,
-            reasoning_effort: self.reasoning_effort,
+            defaults: self.defaults,
         })
     }
 }
 
 #[async_trait::async_trait]
 impl Llm for Gemini {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let body = self.request_body(messages, tools)?;
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let body = self.request_body(&request)?;
         let path = format!("/models/{}:generateContent", self.model);
         let answer = self.client.post_json(&path, &body).await?;
         parse_response(&answer)
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
-        let body = match self.request_body(messages, tools) {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+        let body = match self.request_body(&request) {
             Ok(body) => body,
             Err(e) => return Box::pin(futures_util::stream::once(async { Err(e) })),
         };
@@ -174,6 +179,52 @@ impl Llm for Gemini {
     fn name(&self) -> String {
         format!("gemini:{}", self.model)
     }
+
+    /// Gemini holds an answer to a JSON Schema (`responseJsonSchema`).
+    fn native_output(&self) -> bool {
+        true
+    }
+}
+
+/// `generationConfig` for the settings and the output schema: only what is set.
+fn generation_config(
+    settings: &ModelSettings,
+    output: Option<&OutputSchema>,
+) -> Map<String, Value> {
+    let mut config = Map::new();
+    if let Some(t) = settings.temperature {
+        config.insert("temperature".into(), Value::from(t));
+    }
+    if let Some(p) = settings.top_p {
+        config.insert("topP".into(), Value::from(p));
+    }
+    if let Some(n) = settings.max_tokens {
+        config.insert("maxOutputTokens".into(), Value::from(n));
+    }
+    if !settings.stop.is_empty() {
+        config.insert("stopSequences".into(), Value::from(settings.stop.clone()));
+    }
+    if let Some(level) = settings.reasoning {
+        config.insert(
+            "thinkingConfig".into(),
+            json!({"thinkingBudget": level.budget_tokens()}),
+        );
+    }
+    if let Some(output) = output {
+        config.insert("responseMimeType".into(), Value::from("application/json"));
+        config.insert("responseJsonSchema".into(), output.schema.clone());
+    }
+    config
+}
+
+/// `functionCallingConfig` for a tool choice: AUTO, NONE, ANY, or ANY limited to one tool.
+fn function_calling(choice: Option<&ToolChoice>) -> Option<Value> {
+    Some(match choice? {
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+        _ => json!({"mode": "AUTO"}),
+    })
 }
 
 fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)> {

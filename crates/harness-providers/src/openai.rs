@@ -2,8 +2,8 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, FinishReason, Llm, LlmEvent, Message,
-    ProviderError, ProviderErrorKind, ReasoningLevel, Result, Role, Thinking, TokenUsage, ToolCall,
-    ToolSpec,
+    ModelSettings, ProviderError, ProviderErrorKind, Request, Result, Role, Thinking, TokenUsage,
+    ToolCall, ToolChoice, ToolSpec,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -16,28 +16,42 @@ use crate::wire::{Few, Str, Text, TextOrParts, count, count_at, push};
 /// its format (Groq, Together, DeepSeek, Mistral, xAI, OpenRouter, Fireworks, Cerebras) and
 /// the local servers (Ollama, vLLM, LM Studio, llama.cpp).
 ///
+/// Settings go on the wire as the service takes them: `temperature`, `top_p`, `stop`,
+/// `tool_choice` and `parallel_tool_calls` (with tools only), `reasoning_effort`, and the
+/// output limit as `max_completion_tokens` (OpenAI) or `max_tokens` (the others). With an
+/// output schema a service that supports it gets `response_format` `json_schema` (strict when
+/// the schema allows); see [`OpenAiBuilder::native_output`].
+///
 /// ```no_run
+/// use harness_core::ModelSettings;
 /// use harness_providers::OpenAi;
 ///
-/// let model = OpenAi::builder("gpt-4o-mini").temperature(0.2).build()?;
+/// let model = OpenAi::builder("gpt-4o-mini")
+///     .settings(ModelSettings::new().with_temperature(0.2))
+///     .build()?;
 /// # Ok::<(), harness_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpenAi {
     client: HttpClient,
     model: String,
-    temperature: Option<f64>,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
     stream_usage: bool,
+    native_output: bool,
+    max_tokens_key: &'static str,
 }
 
-/// Where an OpenAI-compatible service lives and how it is reached.
+/// Where an OpenAI-compatible service lives, how it is reached, and what it accepts.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Service {
     pub(crate) id: &'static str,
     pub(crate) base_url: &'static str,
     pub(crate) key_var: Option<&'static str>,
     pub(crate) base_url_var: Option<&'static str>,
+    /// Whether it holds answers to a JSON Schema (`response_format` `json_schema`).
+    pub(crate) native_output: bool,
+    /// The name it reads the output limit under.
+    pub(crate) max_tokens_key: &'static str,
 }
 
 pub(crate) const OPENAI: Service = Service {
@@ -45,6 +59,8 @@ pub(crate) const OPENAI: Service = Service {
     base_url: "https://api.openai.com/v1",
     key_var: Some("OPENAI_API_KEY"),
     base_url_var: Some("OPENAI_BASE_URL"),
+    native_output: true,
+    max_tokens_key: "max_completion_tokens",
 };
 
 /// Builds an [`OpenAi`] (or a gateway's or local server's model).
@@ -54,9 +70,9 @@ pub struct OpenAiBuilder {
     service: Service,
     model: String,
     connection: Connection,
-    temperature: Option<f64>,
-    reasoning_effort: Option<ReasoningLevel>,
+    defaults: ModelSettings,
     stream_usage: bool,
+    native_output: Option<bool>,
 }
 
 impl OpenAi {
@@ -84,20 +100,52 @@ impl OpenAi {
         &self.client
     }
 
-    /// The request body for `messages` and `tools`: exactly `{"model", "messages"}` plus
-    /// only the options that are set.
-    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
+    /// The default settings, under each request's.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.defaults
+    }
+
+    /// The request body: exactly `{"model", "messages"}` plus only the options that are set.
+    pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
+        let settings = request.settings.over(&self.defaults);
+        let tools = request.tools;
         let mut body = Map::new();
         body.insert("model".into(), Value::from(self.model.as_str()));
-        body.insert("messages".into(), Value::Array(messages_to_wire(messages)));
+        body.insert(
+            "messages".into(),
+            Value::Array(messages_to_wire(request.messages)),
+        );
         if !tools.is_empty() {
             body.insert("tools".into(), tools.iter().map(tool_to_wire).collect());
+            if let Some(choice) = &settings.tool_choice {
+                body.insert("tool_choice".into(), tool_choice(choice));
+            }
+            if let Some(on) = settings.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), Value::Bool(on));
+            }
         }
-        if let Some(t) = self.temperature {
+        if let Some(t) = settings.temperature {
             body.insert("temperature".into(), Value::from(t));
         }
-        if let Some(level) = self.reasoning_effort {
+        if let Some(p) = settings.top_p {
+            body.insert("top_p".into(), Value::from(p));
+        }
+        if let Some(n) = settings.max_tokens {
+            body.insert(self.max_tokens_key.into(), Value::from(n));
+        }
+        if !settings.stop.is_empty() {
+            body.insert("stop".into(), Value::from(settings.stop.clone()));
+        }
+        if let Some(level) = settings.reasoning {
             body.insert("reasoning_effort".into(), Value::from(level.as_str()));
+        }
+        if let Some(output) = request.output.filter(|_| self.native_output) {
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": {
+                    "name": output.name, "schema": output.schema, "strict": output.strict,
+                }}),
+            );
         }
         if stream {
             body.insert("stream".into(), Value::Bool(true));
@@ -117,21 +165,26 @@ impl OpenAiBuilder {
             service,
             model,
             connection: Connection::default(),
-            temperature: None,
-            reasoning_effort: None,
+            defaults: ModelSettings::default(),
             stream_usage: true,
+            native_output: None,
         }
     }
 
-    /// The sampling temperature.
-    pub fn temperature(mut self, temperature: f64) -> Self {
-        self.temperature = Some(temperature);
+    /// Default settings for every request, under the agent's and the run's (temperature,
+    /// output limit, `reasoning_effort` from `with_reasoning`, ...).
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.defaults = settings;
         self
     }
 
-    /// How hard a reasoning model thinks, sent as `reasoning_effort`.
-    pub fn reasoning_effort(mut self, level: ReasoningLevel) -> Self {
-        self.reasoning_effort = Some(level);
+    /// Whether the service holds answers to a JSON Schema (`response_format` `json_schema`),
+    /// so an agent's structured output is asked for natively instead of through a
+    /// `final_answer` tool. Each preset says what its service does (on for OpenAI, Together,
+    /// Mistral, xAI, Fireworks, Cerebras and the four local servers; off for Groq, DeepSeek
+    /// and OpenRouter, where it depends on the model); set it for a model that differs.
+    pub fn native_output(mut self, on: bool) -> Self {
+        self.native_output = Some(on);
         self
     }
 
@@ -161,9 +214,10 @@ impl OpenAiBuilder {
         Ok(OpenAi {
             client: HttpClient::new(config)?,
             model: self.model,
-            temperature: self.temperature,
-            reasoning_effort: self.reasoning_effort,
+            defaults: self.defaults,
             stream_usage: self.stream_usage,
+            native_output: self.native_output.unwrap_or(self.service.native_output),
+            max_tokens_key: self.service.max_tokens_key,
         })
     }
 }
@@ -174,26 +228,18 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 
 #[async_trait::async_trait]
 impl Llm for OpenAi {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let body = self.request_body(messages, tools, false);
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let body = self.request_body(&request, false);
         let answer = self.client.post_json("/chat/completions", &body).await?;
         parse_response(&answer)
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         rest::stream(
             &self.client,
             StreamRequest {
                 path: "/chat/completions".into(),
-                body: self.request_body(messages, tools, true),
+                body: self.request_body(&request, true),
                 accumulator: ChatAccumulator::default(),
             },
         )
@@ -201,6 +247,20 @@ impl Llm for OpenAi {
 
     fn name(&self) -> String {
         format!("{}:{}", self.client.config().provider, self.model)
+    }
+
+    fn native_output(&self) -> bool {
+        self.native_output
+    }
+}
+
+/// `tool_choice` as Chat Completions takes it.
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::None => Value::from("none"),
+        ToolChoice::Required => Value::from("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        _ => Value::from("auto"),
     }
 }
 
@@ -642,7 +702,7 @@ impl Accumulator for ChatAccumulator {
 }
 
 macro_rules! compatible {
-    ($($(#[$doc:meta])* $name:ident => $id:literal, $url:literal, $key:expr;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $id:literal, $url:literal, $key:expr, native: $native:literal;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy)]
         pub struct $name;
@@ -653,6 +713,8 @@ macro_rules! compatible {
                 base_url: $url,
                 key_var: $key,
                 base_url_var: None,
+                native_output: $native,
+                max_tokens_key: "max_tokens",
             };
 
             /// The model `model` on this service, with its defaults: an [`OpenAi`] pointed at
@@ -675,28 +737,28 @@ macro_rules! compatible {
 
 compatible! {
     /// Groq's OpenAI-compatible API; key from `GROQ_API_KEY`.
-    Groq => "groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY");
+    Groq => "groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY"), native: false;
     /// Together AI; key from `TOGETHER_API_KEY`.
-    Together => "together", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY");
+    Together => "together", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY"), native: true;
     /// DeepSeek; key from `DEEPSEEK_API_KEY`. Its reasoning arrives as thinking.
-    DeepSeek => "deepseek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY");
+    DeepSeek => "deepseek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY"), native: false;
     /// Mistral; key from `MISTRAL_API_KEY`.
-    Mistral => "mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY");
+    Mistral => "mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY"), native: true;
     /// xAI; key from `XAI_API_KEY`.
-    Xai => "xai", "https://api.x.ai/v1", Some("XAI_API_KEY");
+    Xai => "xai", "https://api.x.ai/v1", Some("XAI_API_KEY"), native: true;
     /// OpenRouter; key from `OPENROUTER_API_KEY`.
-    OpenRouter => "openrouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY");
+    OpenRouter => "openrouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY"), native: false;
     /// Fireworks AI; key from `FIREWORKS_API_KEY`.
-    Fireworks => "fireworks", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY");
+    Fireworks => "fireworks", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY"), native: true;
     /// Cerebras; key from `CEREBRAS_API_KEY`.
-    Cerebras => "cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY");
+    Cerebras => "cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY"), native: true;
     /// A local Ollama server at `localhost:11434`; no key.
-    Ollama => "ollama", "http://localhost:11434/v1", None;
+    Ollama => "ollama", "http://localhost:11434/v1", None, native: true;
     /// A local vLLM server at `localhost:8000`; no key.
-    Vllm => "vllm", "http://localhost:8000/v1", None;
+    Vllm => "vllm", "http://localhost:8000/v1", None, native: true;
     /// A local LM Studio server at `localhost:1234`; no key.
-    LmStudio => "lmstudio", "http://localhost:1234/v1", None;
+    LmStudio => "lmstudio", "http://localhost:1234/v1", None, native: true;
     /// A local llama.cpp `llama-server` at `localhost:8080`; no key. Start it with `--jinja`
     /// for tool calls.
-    LlamaCpp => "llamacpp", "http://localhost:8080/v1", None;
+    LlamaCpp => "llamacpp", "http://localhost:8080/v1", None, native: true;
 }

@@ -5,6 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use futures_util::StreamExt as _;
+use harness_core::Request;
 use harness_core::{Agent, FinishReason, Llm, LlmEvent, Message};
 use harness_providers::{LlamaCpp, OpenAi, RetryPolicy};
 
@@ -37,7 +38,7 @@ fn prompt() -> Vec<Message> {
 #[ignore = "needs a real llama.cpp server: run by `cargo xtask e2e-llama`"]
 async fn a_non_streamed_answer_with_usage_and_a_length_finish() {
     let model = server();
-    let response = model.generate(&prompt(), &[]).await.unwrap();
+    let response = model.generate(Request::new(&prompt())).await.unwrap();
     assert!(!response.content().is_empty());
     let usage = response.usage().expect("llama-server reports usage");
     assert!(usage.prompt_tokens > 0 && usage.completion_tokens > 0);
@@ -46,15 +47,10 @@ async fn a_non_streamed_answer_with_usage_and_a_length_finish() {
         usage.prompt_tokens + usage.completion_tokens
     );
     // The server caps generation at 16 tokens (-n 16); a long answer is cut there.
-    let long = model
-        .generate(
-            &[Message::user(
-                "Write a long story about the sea, in many paragraphs.",
-            )],
-            &[],
-        )
-        .await
-        .unwrap();
+    let story = [Message::user(
+        "Write a long story about the sea, in many paragraphs.",
+    )];
+    let long = model.generate(Request::new(&story)).await.unwrap();
     assert_eq!(long.finish_reason(), FinishReason::Length);
     assert_eq!(long.usage().map(|u| u.completion_tokens), Some(16));
 }
@@ -64,12 +60,12 @@ async fn a_non_streamed_answer_with_usage_and_a_length_finish() {
 async fn a_streamed_answer_matches_its_deltas_and_the_second_identical_prompt_is_cached() {
     let model = server();
     let first: Vec<LlmEvent> = model
-        .stream_events(&prompt(), &[])
+        .stream_events(Request::new(&prompt()))
         .map(|e| e.unwrap())
         .collect()
         .await;
     let second: Vec<LlmEvent> = model
-        .stream_events(&prompt(), &[])
+        .stream_events(Request::new(&prompt()))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -104,7 +100,7 @@ async fn a_prompt_over_the_context_is_a_typed_400() {
     let model = server();
     let huge = "lorem ipsum dolor sit amet ".repeat(400);
     let err = model
-        .generate(&[Message::user(huge)], &[])
+        .generate(Request::new(&[Message::user(huge)]))
         .await
         .unwrap_err();
     let harness_core::Error::Provider(provider) = &err else {

@@ -13,6 +13,8 @@
 
 mod support;
 
+use harness_core::Request;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -580,7 +582,7 @@ struct Streamed {
 async fn stream_of(model: &dyn Llm) -> Streamed {
     let started = Instant::now();
     let messages = [Message::user("hi")];
-    let mut events = model.stream_events(&messages, &[]);
+    let mut events = model.stream_events(Request::new(&messages));
     let (mut text, mut deltas, mut end) = (String::new(), 0, None);
     while let Some(item) = events.next().await {
         assert!(end.is_none(), "an item after the stream's last: {item:?}");
@@ -604,7 +606,7 @@ async fn stream_of(model: &dyn Llm) -> Streamed {
 
 async fn generate_of(model: &dyn Llm) -> (Result<CompletionResponse, Error>, Duration) {
     let started = Instant::now();
-    let result = model.generate(&[Message::user("hi")], &[]).await;
+    let result = model.generate(Request::new(&[Message::user("hi")])).await;
     (result, started.elapsed())
 }
 
@@ -940,7 +942,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
             };
             let model = vendor.model(&server.url, knobs);
             let messages = [Message::user("hi")];
-            let mut events = model.stream_events(&messages, &[]);
+            let mut events = model.stream_events(Request::new(&messages));
             let (mut length, mut deltas, mut answer) = (0, 0, None);
             while let Some(item) = events.next().await {
                 match item.unwrap() {

@@ -5,6 +5,8 @@
 
 mod support;
 
+use harness_core::{ModelSettings, Request};
+
 use harness_core::{
     Block, FinishReason, Llm, LlmEvent, Message, ReasoningLevel, Thinking, TokenUsage, ToolCall,
     ToolSpec,
@@ -45,7 +47,10 @@ async fn anthropic_nonstream_thinking_with_signature_then_tool_use() {
     let path = "anthropic/messages_nonstream_thinking_then_tool_use.json";
     let recorded = fixture_json(path);
     let (model, server) = anthropic(Reply::json(200, fixture(path))).await;
-    let response = model.generate(&[Message::user("?")], &[]).await.unwrap();
+    let response = model
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
     let signature = recorded["content"][0]["signature"].as_str().unwrap();
     let thinking = recorded["content"][0]["thinking"].as_str().unwrap();
     assert_eq!(
@@ -74,7 +79,10 @@ async fn anthropic_nonstream_thinking_with_signature_then_tool_use() {
 async fn anthropic_nonstream_final_text() {
     let path = "anthropic/messages_nonstream_final_text.json";
     let (model, _) = anthropic(Reply::json(200, fixture(path))).await;
-    let response = model.generate(&[Message::user("?")], &[]).await.unwrap();
+    let response = model
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
     assert_eq!(
         response.content(),
         fixture_json(path)["content"][0]["text"].as_str().unwrap()
@@ -218,7 +226,7 @@ fn anthropic_requests_replay_signed_thinking_and_match_the_recording() {
         .api_key("k")
         .build()
         .unwrap();
-    let ours = model.request_body(&conversation, &tools, false);
+    let ours = model.request_body(&Request::new(&conversation).with_tools(&tools), false);
     assert_eq!(
         anthropic_messages(&ours["messages"]),
         anthropic_messages(&body["messages"])
@@ -241,11 +249,11 @@ fn anthropic_requests_replay_signed_thinking_and_match_the_recording() {
     let body = &recorded["body"];
     let model = Anthropic::builder("claude-sonnet-4-0")
         .api_key("k")
-        .reasoning_effort(ReasoningLevel::Low)
+        .settings(ModelSettings::new().with_reasoning(ReasoningLevel::Low))
         .build()
         .unwrap();
     let prompt = body["messages"][0]["content"][0]["text"].as_str().unwrap();
-    let ours = model.request_body(&[Message::user(prompt)], &[], true);
+    let ours = model.request_body(&Request::new(&[Message::user(prompt)]), true);
     assert_eq!(ours["thinking"], body["thinking"]);
     assert_eq!(ours["max_tokens"], body["max_tokens"]);
     assert_eq!(ours["stream"], json!(true));
@@ -276,7 +284,7 @@ fn anthropic_merges_consecutive_tool_results_and_marks_cache_breakpoints() {
         ToolSpec::new("a", "A.", json!({"type": "object"})),
         ToolSpec::new("b", "B.", json!({"type": "object"})),
     ];
-    let body = model.request_body(&conversation, &tools, false);
+    let body = model.request_body(&Request::new(&conversation).with_tools(&tools), false);
     assert_eq!(
         body["system"],
         json!([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}])
@@ -317,7 +325,10 @@ async fn gemini_function_call_with_thought_signature() {
     let path = "gemini/generate_content_function_call_thought_signature.json";
     let recorded = fixture_json(path);
     let (model, server) = gemini(Reply::json(200, fixture(path))).await;
-    let response = model.generate(&[Message::user("?")], &[]).await.unwrap();
+    let response = model
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
     let part = &recorded["candidates"][0]["content"]["parts"][0];
     assert_eq!(
         response.tool_calls(),
@@ -356,7 +367,10 @@ async fn gemini_cached_content_token_counts() {
         ),
     ] {
         let (model, _) = gemini(Reply::json(200, fixture(path))).await;
-        let response = model.generate(&[Message::user("?")], &[]).await.unwrap();
+        let response = model
+            .generate(Request::new(&[Message::user("?")]))
+            .await
+            .unwrap();
         assert_eq!(response.usage(), Some(&usage), "{path}");
         if text.is_empty() {
             assert!(
@@ -376,7 +390,10 @@ async fn gemini_cached_content_token_counts() {
 async fn gemini_function_call_with_extra_fields() {
     let path = "gemini/generate_content_function_call_avglogprobs.json";
     let (model, _) = gemini(Reply::json(200, fixture(path))).await;
-    let response = model.generate(&[Message::user("?")], &[]).await.unwrap();
+    let response = model
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
     assert_eq!(
         response.tool_calls(),
         &[ToolCall::new("get_capital", json!({"country": "France"}))]
@@ -458,7 +475,9 @@ fn gemini_requests_replay_the_thought_signature_and_match_the_recording() {
         .api_key("k")
         .build()
         .unwrap();
-    let ours = model.request_body(&conversation, &tools).unwrap();
+    let ours = model
+        .request_body(&Request::new(&conversation).with_tools(&tools))
+        .unwrap();
     assert_eq!(
         ours["systemInstruction"],
         json!({"parts": [{"text": "Be brief."}]})
@@ -495,13 +514,13 @@ fn gemini_refuses_an_image_url_and_sends_inline_data() {
         Block::text("see"),
         harness_core::Image::from_url("https://x/y.png").into(),
     ]);
-    let err = model.request_body(&[url], &[]).unwrap_err();
+    let err = model.request_body(&Request::new(&[url])).unwrap_err();
     assert!(err.to_string().contains("inline image data"), "{err}");
     let inline = Message::user(vec![
         Block::text("see"),
         harness_core::Image::from_base64("aGk=", "image/png").into(),
     ]);
-    let body = model.request_body(&[inline], &[]).unwrap();
+    let body = model.request_body(&Request::new(&[inline])).unwrap();
     assert_eq!(
         body["contents"][0]["parts"][1],
         json!({"inline_data": {"mime_type": "image/png", "data": "aGk="}})

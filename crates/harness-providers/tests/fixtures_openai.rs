@@ -5,6 +5,8 @@
 
 mod support;
 
+use harness_core::Request;
+
 use harness_core::{
     CompletionResponse, FinishReason, Llm, LlmEvent, Message, TokenUsage, ToolCall, ToolSpec,
 };
@@ -25,7 +27,13 @@ async fn generate(
         .base_url(format!("{}/v1", server.url))
         .build()
         .unwrap();
-    (model.generate(messages, tools).await.unwrap(), server)
+    (
+        model
+            .generate(Request::new(messages).with_tools(tools))
+            .await
+            .unwrap(),
+        server,
+    )
 }
 
 async fn stream(path: &str, messages: &[Message], tools: &[ToolSpec]) -> (Vec<LlmEvent>, Server) {
@@ -239,7 +247,10 @@ fn tools_of(recorded: &Value) -> Vec<ToolSpec> {
 fn requests_have_the_recorded_shape() {
     let model = OpenAi::builder("gpt-4o-mini").api_key("k").build().unwrap();
     let recorded = fixture_json("openai/chat_nonstream_tool_call.request.json");
-    let ours = model.request_body(&capital_conversation(), &[get_capital()], false);
+    let ours = model.request_body(
+        &Request::new(&capital_conversation()).with_tools(&[get_capital()]),
+        false,
+    );
     assert_same_shape(&ours, &recorded["body"]);
     assert_eq!(
         ours.get("stream"),
@@ -254,7 +265,10 @@ fn requests_have_the_recorded_shape() {
         .iter()
         .map(|m| Message::user(m["content"].as_str().unwrap()))
         .collect();
-    let ours = model.request_body(&messages, &tools_of(&recorded), true);
+    let ours = model.request_body(
+        &Request::new(&messages).with_tools(&tools_of(&recorded)),
+        true,
+    );
     assert_same_shape(&ours, &recorded["body"]);
     assert_eq!(ours["stream_options"], json!({"include_usage": true}));
 
@@ -278,13 +292,16 @@ fn requests_have_the_recorded_shape() {
         .with_call_id(body["messages"][2]["tool_call_id"].as_str().unwrap()),
     ];
     assert_same_shape(
-        &model.request_body(&messages, &tools_of(&recorded), true),
+        &model.request_body(
+            &Request::new(&messages).with_tools(&tools_of(&recorded)),
+            true,
+        ),
         body,
     );
 
     // Minimal body: exactly model and messages.
     assert_eq!(
-        model.request_body(&[Message::user("hi")], &[], false),
+        model.request_body(&Request::new(&[Message::user("hi")]), false),
         json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]})
     );
 }
@@ -309,7 +326,7 @@ async fn llamacpp_nonstream_length_finish_cached_tokens_and_extra_fields() {
     ))
     .await;
     let response = model
-        .generate(&[Message::user("Tell me about Norway.")], &[])
+        .generate(Request::new(&[Message::user("Tell me about Norway.")]))
         .await
         .unwrap();
     assert_eq!(
@@ -330,11 +347,8 @@ async fn llamacpp_nonstream_length_finish_cached_tokens_and_extra_fields() {
             .unwrap()
             .to_owned()
     };
-    let ours = model.request_body(
-        &[Message::system(text(0)), Message::user(text(1))],
-        &[],
-        false,
-    );
+    let conversation = [Message::system(text(0)), Message::user(text(1))];
+    let ours = model.request_body(&Request::new(&conversation), false);
     assert_eq!(ours["messages"], recorded["messages"]);
     assert_eq!(ours["model"], recorded["model"]);
 }
@@ -367,7 +381,7 @@ async fn llamacpp_context_overflow_keeps_the_typed_body() {
     assert!(raw.contains("HTTP 400"));
     let (model, server) = llama(Reply::json(400, body.clone())).await;
     let err = model
-        .generate(&[Message::user("x")], &[])
+        .generate(Request::new(&[Message::user("x")]))
         .await
         .unwrap_err();
     let harness_core::Error::Provider(provider) = &err else {

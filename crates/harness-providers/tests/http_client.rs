@@ -6,6 +6,8 @@
 
 mod support;
 
+use harness_core::Request;
+
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
@@ -48,7 +50,7 @@ async fn a_429_with_retry_after_is_retried_once_after_that_long() {
     .await;
     let started = Instant::now();
     let response = model(&server, RetryPolicy::default())
-        .generate(&[Message::user("hi")], &[])
+        .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap();
     let waited = started.elapsed();
@@ -69,7 +71,7 @@ async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
     ))
     .await;
     let err = model(&server, quick_retries())
-        .generate(&[Message::user("hi")], &[])
+        .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 4);
@@ -90,7 +92,7 @@ async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
 async fn a_400_is_not_retried() {
     let server = Server::always(Reply::json(400, "not json at all")).await;
     let err = model(&server, quick_retries())
-        .generate(&[Message::user("hi")], &[])
+        .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 1);
@@ -109,7 +111,7 @@ async fn a_stream_cut_mid_body_errors_without_a_retry_and_keeps_what_was_deliver
     let server = Server::always(Reply::sse(half).cut_short()).await;
     let model = model(&server, quick_retries());
     let items: Vec<_> = model
-        .stream_events(&[Message::user("hi")], &[])
+        .stream_events(Request::new(&[Message::user("hi")]))
         .collect()
         .await;
     assert_eq!(
@@ -143,7 +145,7 @@ async fn a_stream_is_retried_before_its_body_starts() {
     .await;
     let model = model(&server, quick_retries());
     let events: Vec<LlmEvent> = model
-        .stream_events(&[Message::user("hi")], &[])
+        .stream_events(Request::new(&[Message::user("hi")]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -162,7 +164,7 @@ async fn max_concurrency_caps_requests_in_flight_across_tasks() {
         .build()
         .unwrap();
     let messages = [Message::user("hi")];
-    let calls = (0..6).map(|_| model.generate(&messages, &[]));
+    let calls = (0..6).map(|_| model.generate(Request::new(&messages)));
     let results = futures_util::future::join_all(calls).await;
     assert!(results.iter().all(Result::is_ok));
     assert_eq!(server.requests().len(), 6);
@@ -179,7 +181,11 @@ async fn max_concurrency_holds_for_a_streams_whole_body() {
         .build()
         .unwrap();
     let messages = [Message::user("hi")];
-    let streams = (0..3).map(|_| model.stream_events(&messages, &[]).collect::<Vec<_>>());
+    let streams = (0..3).map(|_| {
+        model
+            .stream_events(Request::new(&messages))
+            .collect::<Vec<_>>()
+    });
     let results = futures_util::future::join_all(streams).await;
     assert!(
         results
@@ -207,7 +213,7 @@ async fn a_refused_connection_is_a_provider_error_naming_the_url() {
         .build()
         .unwrap();
     let err = model
-        .generate(&[Message::user("hi")], &[])
+        .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap_err();
     assert!(err.is_provider());
@@ -234,7 +240,7 @@ async fn an_absurd_retry_after_is_capped_not_a_panic() {
         max_delay: Duration::from_millis(20),
     };
     let response = model(&server, retry)
-        .generate(&[Message::user("hi")], &[])
+        .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap();
     assert_eq!(response.content(), "fine");
@@ -297,7 +303,7 @@ async fn a_body_cut_inside_its_json_is_incomplete_and_garbage_is_malformed() {
     ] {
         let server = Server::always(Reply::json(200, body)).await;
         let err = model(&server, RetryPolicy::none())
-            .generate(&[Message::user("hi")], &[])
+            .generate(Request::new(&[Message::user("hi")]))
             .await
             .unwrap_err();
         assert_eq!(err.provider().unwrap().kind(), kind, "{body:?}: {err}");

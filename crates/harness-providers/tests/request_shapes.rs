@@ -7,6 +7,8 @@
 
 mod support;
 
+use harness_core::{ModelSettings, Request};
+
 use std::collections::HashMap;
 
 use harness_core::{Block, Message, ReasoningLevel, Thinking, ToolCall, ToolSpec};
@@ -113,7 +115,7 @@ fn openai_and_llamacpp_requests() {
                 .build()
                 .unwrap()
         };
-        let ours = model.request_body(&messages, &tools, stream);
+        let ours = model.request_body(&Request::new(&messages).with_tools(&tools), stream);
         assert_eq!(openai_normal(&ours), openai_normal(body), "{path}");
         assert_eq!(ours["model"], body["model"], "{path}");
         if stream {
@@ -263,16 +265,19 @@ fn anthropic_requests() {
         let recorded = fixture_json(path);
         let body = &recorded["body"];
         let (messages, tools) = anthropic_conversation(body);
-        let mut builder = Anthropic::builder(body["model"].as_str().unwrap())
-            .api_key("k")
-            .max_tokens(u32::try_from(body["max_tokens"].as_u64().unwrap()).unwrap());
+        let mut settings = ModelSettings::new()
+            .with_max_tokens(u32::try_from(body["max_tokens"].as_u64().unwrap()).unwrap());
         let budget = body["thinking"]["budget_tokens"].as_u64();
         if budget == Some(1024) {
-            builder = builder.reasoning_effort(ReasoningLevel::Low);
+            settings = settings.with_reasoning(ReasoningLevel::Low);
         }
-        let model = builder.build().unwrap();
+        let model = Anthropic::builder(body["model"].as_str().unwrap())
+            .api_key("k")
+            .settings(settings)
+            .build()
+            .unwrap();
         let stream = body["stream"] == json!(true);
-        let ours = model.request_body(&messages, &tools, stream);
+        let ours = model.request_body(&Request::new(&messages).with_tools(&tools), stream);
         assert_eq!(anthropic_normal(&ours), anthropic_normal(body), "{path}");
         assert_eq!(ours["model"], body["model"], "{path}");
         assert_eq!(ours["max_tokens"], body["max_tokens"], "{path}");
@@ -419,7 +424,9 @@ fn gemini_requests() {
         let body = &recorded["body"];
         let (messages, tools) = gemini_conversation(body);
         let model = Gemini::builder("g").api_key("k").build().unwrap();
-        let ours = model.request_body(&messages, &tools).unwrap();
+        let ours = model
+            .request_body(&Request::new(&messages).with_tools(&tools))
+            .unwrap();
         assert_eq!(gemini_normal(&ours), gemini_normal(body), "{path}");
         // All declarations in one tools entry (the recording may have used several).
         if !tools.is_empty() {

@@ -7,6 +7,8 @@
 
 mod support;
 
+use harness_core::Request;
+
 use harness_core::{Block, LlmEvent, Message, ProviderErrorKind, Thinking};
 use harness_providers::{OpenAi, StreamFormat, decode_stream};
 use serde_json::json;
@@ -124,7 +126,7 @@ async fn collect_events_or_error(model: &OpenAi) -> Result<Vec<LlmEvent>, harnes
     use futures_util::StreamExt as _;
     use harness_core::Llm as _;
     let messages = [Message::user("hi")];
-    let mut stream = model.stream_events(&messages, &[]);
+    let mut stream = model.stream_events(Request::new(&messages));
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event?);

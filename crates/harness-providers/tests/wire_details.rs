@@ -5,6 +5,8 @@
 
 mod support;
 
+use harness_core::Request;
+
 use harness_core::{Block, Document, Image, LlmEvent, Message, Thinking};
 use harness_providers::{Anthropic, OpenAi, SseDecoder, StreamFormat, decode_stream};
 use serde_json::json;
@@ -20,7 +22,7 @@ fn openai_renders_images_and_documents_as_parts_and_drops_thinking() {
         Document::pdf("JVBE").into(),
         Thinking::new("hidden").into(),
     ]);
-    let body = model.request_body(&[message], &[], false);
+    let body = model.request_body(&Request::new(&[message]), false);
     assert_eq!(
         body["messages"][0]["content"],
         json!([
@@ -32,20 +34,17 @@ fn openai_renders_images_and_documents_as_parts_and_drops_thinking() {
         ])
     );
     // Text and thinking alone is a plain string of the text.
-    let body = model.request_body(
-        &[Message::assistant(vec![
-            Thinking::new("t").into(),
-            Block::text("a"),
-        ])],
-        &[],
-        false,
-    );
+    let thought = [Message::assistant(vec![
+        Thinking::new("t").into(),
+        Block::text("a"),
+    ])];
+    let body = model.request_body(&Request::new(&thought), false);
     assert_eq!(
         body["messages"][0],
         json!({"role": "assistant", "content": "a"})
     );
     // A tool result without an id is sent with an empty one.
-    let body = model.request_body(&[Message::tool("r", "f")], &[], false);
+    let body = model.request_body(&Request::new(&[Message::tool("r", "f")]), false);
     assert_eq!(
         body["messages"][0],
         json!({"role": "tool", "tool_call_id": "", "content": "r"})
@@ -61,7 +60,7 @@ fn anthropic_renders_images_by_url_or_data_and_documents() {
         Image::from_base64("aGk=", "image/png").into(),
         Document::pdf("JVBE").into(),
     ]);
-    let body = model.request_body(&[message], &[], false);
+    let body = model.request_body(&Request::new(&[message]), false);
     assert_eq!(
         body["messages"][0]["content"],
         json!([
@@ -71,7 +70,7 @@ fn anthropic_renders_images_by_url_or_data_and_documents() {
             {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}
         ])
     );
-    let body = model.request_body(&[Message::user("hi")], &[], false);
+    let body = model.request_body(&Request::new(&[Message::user("hi")]), false);
     assert_eq!(
         body,
         json!({"model": "m", "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}]})
@@ -206,7 +205,7 @@ fn tool_results_with_an_image() -> Vec<Message> {
 #[test]
 fn openai_sends_a_tool_results_images_in_a_user_message_after_the_results() {
     let model = OpenAi::builder("m").api_key("k").build().unwrap();
-    let body = model.request_body(&tool_results_with_an_image(), &[], false);
+    let body = model.request_body(&Request::new(&tool_results_with_an_image()), false);
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 5);
     assert_eq!(
@@ -229,7 +228,7 @@ fn openai_sends_a_tool_results_images_in_a_user_message_after_the_results() {
 #[test]
 fn anthropic_sends_a_tool_results_image_as_a_content_block() {
     let model = Anthropic::builder("m").api_key("k").build().unwrap();
-    let body = model.request_body(&tool_results_with_an_image(), &[], false);
+    let body = model.request_body(&Request::new(&tool_results_with_an_image()), false);
     assert_eq!(
         body["messages"][2],
         json!({"role": "user", "content": [
@@ -249,7 +248,7 @@ fn gemini_sends_a_tool_results_image_as_an_inline_part_beside_its_response() {
         .build()
         .unwrap();
     let body = model
-        .request_body(&tool_results_with_an_image(), &[])
+        .request_body(&Request::new(&tool_results_with_an_image()))
         .unwrap();
     assert_eq!(
         body["contents"][2],

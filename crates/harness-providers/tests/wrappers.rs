@@ -8,6 +8,7 @@
     clippy::items_after_statements
 )]
 
+use harness_core::Request;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use harness_providers::{Caching, Fallback, RateLimited, Retrying};
 use serde_json::json;
 
 fn failing(error: fn() -> Error) -> FunctionModel {
-    FunctionModel::fallible(move |_, _| Err(error()))
+    FunctionModel::fallible(move |_| Err(error()))
 }
 
 fn provider_error() -> Error {
@@ -37,7 +38,10 @@ async fn fallback_moves_on_for_provider_errors_only() {
         )]))],
     )
     .unwrap();
-    assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "b");
+    assert_eq!(
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        "b"
+    );
 
     let model = Fallback::new(
         failing(|| Error::configuration("my bug")),
@@ -46,7 +50,7 @@ async fn fallback_moves_on_for_provider_errors_only() {
         )]))],
     )
     .unwrap();
-    let err = model.generate(&[], &[]).await.unwrap_err();
+    let err = model.generate(Request::new(&[])).await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "my bug",
@@ -58,7 +62,7 @@ async fn fallback_moves_on_for_provider_errors_only() {
         vec![Arc::new(failing(provider_error))],
     )
     .unwrap();
-    let err = model.generate(&[], &[]).await.unwrap_err();
+    let err = model.generate(Request::new(&[])).await.unwrap_err();
     assert!(err.is_provider());
     assert!(
         err.to_string()
@@ -83,7 +87,7 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
     )
     .unwrap();
     let events: Vec<LlmEvent> = model
-        .stream_events(&[], &[])
+        .stream_events(Request::new(&[]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -95,15 +99,13 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
     impl Llm for HalfThenFail {
         async fn generate(
             &self,
-            _: &[Message],
-            _: &[harness_core::ToolSpec],
+            _: harness_core::Request<'_>,
         ) -> harness_core::Result<CompletionResponse> {
             Err(provider_error())
         }
         fn stream_events<'a>(
             &'a self,
-            _: &'a [Message],
-            _: &'a [harness_core::ToolSpec],
+            _: harness_core::Request<'a>,
         ) -> harness_core::BoxStream<'a, harness_core::Result<LlmEvent>> {
             Box::pin(futures_util::stream::iter(vec![
                 Ok(LlmEvent::TextDelta("half".into())),
@@ -113,7 +115,7 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
     }
     let backup = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
     let model = Fallback::new(HalfThenFail, vec![backup.clone()]).unwrap();
-    let items: Vec<_> = model.stream_events(&[], &[]).collect().await;
+    let items: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
     assert_eq!(items.len(), 2);
     assert!(items[1].as_ref().unwrap_err().is_provider());
     assert_eq!(
@@ -127,7 +129,8 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
 async fn caching_hits_misses_copies_ttl_and_lru() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    let inner = FunctionModel::new(move |messages, _| {
+    let inner = FunctionModel::new(move |request| {
+        let messages = request.messages;
         counter.fetch_add(1, Ordering::SeqCst);
         CompletionResponse::from_blocks(vec![
             Thinking::new("t").into(),
@@ -139,13 +142,13 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     let a = [Message::user("a")];
     let b = [Message::user("b")];
     let c = [Message::user("c")];
-    cache.generate(&a, &[]).await.unwrap();
-    let hit = cache.generate(&a, &[]).await.unwrap();
+    cache.generate(Request::new(&a)).await.unwrap();
+    let hit = cache.generate(Request::new(&a)).await.unwrap();
     assert_eq!(hit.content(), "a");
     assert_eq!((cache.hits(), cache.misses()), (1, 1));
     // Streamed hits replay block by block, then Completed.
     let events: Vec<LlmEvent> = cache
-        .stream_events(&a, &[])
+        .stream_events(Request::new(&a))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -158,24 +161,24 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     );
     assert!(matches!(&events[2], LlmEvent::Completed(r) if r == &hit));
     // LRU: a is most recent; adding b and c evicts b... then a stays.
-    cache.generate(&b, &[]).await.unwrap();
-    cache.generate(&a, &[]).await.unwrap();
-    cache.generate(&c, &[]).await.unwrap();
+    cache.generate(Request::new(&b)).await.unwrap();
+    cache.generate(Request::new(&a)).await.unwrap();
+    cache.generate(Request::new(&c)).await.unwrap();
     let before = calls.load(Ordering::SeqCst);
-    cache.generate(&a, &[]).await.unwrap();
+    cache.generate(Request::new(&a)).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before, "a was kept");
-    cache.generate(&b, &[]).await.unwrap();
+    cache.generate(Request::new(&b)).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before + 1, "b was evicted");
     cache.clear();
-    cache.generate(&a, &[]).await.unwrap();
+    cache.generate(Request::new(&a)).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before + 2);
 
     let short = Caching::new(ScriptedModel::new(vec![CompletionResponse::text("x"); 2]))
         .ttl(Duration::from_millis(20))
         .unwrap();
-    short.generate(&a, &[]).await.unwrap();
+    short.generate(Request::new(&a)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(40)).await;
-    short.generate(&a, &[]).await.unwrap();
+    short.generate(Request::new(&a)).await.unwrap();
     assert_eq!(
         (short.hits(), short.misses()),
         (0, 2),
@@ -206,7 +209,7 @@ async fn rate_limited_spaces_calls_and_is_shared() {
     let started = Instant::now();
     let calls = (0..3).map(|_| {
         let model = Arc::clone(&model);
-        tokio::spawn(async move { model.generate(&[], &[]).await.unwrap() })
+        tokio::spawn(async move { model.generate(Request::new(&[])).await.unwrap() })
     });
     for call in calls {
         call.await.unwrap();
@@ -232,7 +235,10 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
         CompletionResponse::text("there"),
     ]);
     let model = Retrying::new(scripted).backoff(Duration::ZERO);
-    assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "there");
+    assert_eq!(
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        "there"
+    );
 
     let scripted = ScriptedModel::new([
         CompletionResponse::text(""),
@@ -240,7 +246,7 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
     ]);
     let model = Retrying::new(scripted).backoff(Duration::ZERO);
     let events: Vec<LlmEvent> = model
-        .stream_events(&[], &[])
+        .stream_events(Request::new(&[]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -253,7 +259,7 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
         .unwrap()
         .backoff(Duration::ZERO);
     assert_eq!(
-        model.generate(&[], &[]).await.unwrap().content(),
+        model.generate(Request::new(&[])).await.unwrap().content(),
         "",
         "the last answer, even empty"
     );
@@ -265,8 +271,14 @@ async fn wrappers_compose_and_inner_reaches_down() {
     let x = ScriptedModel::new([CompletionResponse::text("deep")]);
     let model =
         Caching::new(RateLimited::new(Retrying::new(x).backoff(Duration::ZERO), 50.0).unwrap());
-    assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "deep");
-    assert_eq!(model.generate(&[], &[]).await.unwrap().content(), "deep");
+    assert_eq!(
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        "deep"
+    );
+    assert_eq!(
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        "deep"
+    );
     assert_eq!(model.inner().inner().inner().remaining(), 0);
     assert_eq!(model.name(), "caching(rate_limited(retrying(scripted)))");
 }

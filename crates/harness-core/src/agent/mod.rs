@@ -30,7 +30,7 @@ pub use budget::Budget;
 pub use context::{ContextPolicy, Prune, estimate_tokens, truncate};
 pub use events::AgentEvent;
 pub use middleware::{Middleware, Middleware as Hooks, NoMiddleware};
-pub use output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+pub use output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
 pub use permissions::{Decision, Permissions, Rule};
 pub use state::{AgentState, PendingHumanInput, StopReason};
 pub use stream::BlockingIter;
@@ -38,6 +38,7 @@ pub use stream::BlockingIter;
 use crate::error::{Error, Result};
 use crate::llm::{BoxStream, Llm};
 use crate::message::Message;
+use crate::request::ModelSettings;
 use crate::response::TokenUsage;
 use crate::tool::{Deps, Tool, ToolSpec, Toolbox};
 use output::OutputType;
@@ -72,9 +73,17 @@ pub const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
 pub struct RunInput {
     state: AgentState,
     deps: Option<Deps>,
+    settings: ModelSettings,
 }
 
 impl RunInput {
+    /// Model settings for this run alone, over the agent's (which are over the provider's):
+    /// the narrower wins, setting by setting.
+    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
     /// The run's dependencies: they belong to the run, not the agent, so one agent serves
     /// many requests, each with its own.
     pub fn with_deps<D: Any + Send + Sync>(self, deps: D) -> Self {
@@ -98,6 +107,7 @@ impl fmt::Debug for RunInput {
         f.debug_struct("RunInput")
             .field("state", &self.state)
             .field("has_deps", &self.deps.is_some())
+            .field("settings", &self.settings)
             .finish()
     }
 }
@@ -128,7 +138,11 @@ impl From<Vec<Message>> for RunInput {
 
 impl From<AgentState> for RunInput {
     fn from(state: AgentState) -> Self {
-        Self { state, deps: None }
+        Self {
+            state,
+            deps: None,
+            settings: ModelSettings::default(),
+        }
     }
 }
 
@@ -169,9 +183,14 @@ pub(crate) struct AgentInner {
     model: Option<Arc<dyn Llm>>,
     model_name: String,
     tools: Toolbox,
-    /// The toolbox's specs plus `final_answer` when an output type is set: what every
-    /// model call offers, built once.
+    /// The toolbox's specs plus `final_answer` when an output type is set and the model
+    /// takes no schema natively: what every model call offers, built once.
     specs: Vec<ToolSpec>,
+    /// The agent's model settings, under each run's.
+    settings: ModelSettings,
+    /// An output type whose schema goes to the model in the request (a model with
+    /// `native_output`) rather than as the `final_answer` tool.
+    native_output: bool,
     system: Option<String>,
     name: String,
     budget: Budget,
@@ -378,6 +397,7 @@ pub struct AgentBuilder {
     permissions: Option<Permissions>,
     middleware: Option<Arc<dyn Middleware>>,
     output: Option<Result<OutputType>>,
+    settings: ModelSettings,
 }
 
 impl Default for AgentBuilder {
@@ -393,6 +413,7 @@ impl Default for AgentBuilder {
             permissions: None,
             middleware: None,
             output: None,
+            settings: ModelSettings::default(),
         }
     }
 }
@@ -454,6 +475,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Model settings for every run (temperature, output length, tool choice, ...), over the
+    /// provider's defaults and under each run's own
+    /// ([`RunInput::with_settings`]).
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
     /// What a run sends its model (default: tool results cut at 8000 characters).
     pub fn context(mut self, context: ContextPolicy) -> Self {
         self.context = context;
@@ -495,6 +524,11 @@ impl AgentBuilder {
         }
         let output = self.output.transpose()?;
         let mut specs = tools.specs().to_vec();
+        let native_output = output.is_some()
+            && self
+                .model
+                .as_ref()
+                .is_some_and(|m| Llm::native_output(&**m));
         if let Some(output) = &output {
             if tools.contains(FINAL_TOOL) {
                 return Err(Error::configuration(format!(
@@ -502,7 +536,9 @@ impl AgentBuilder {
                      structured answer when an output type is set; rename the tool"
                 )));
             }
-            specs.push(output.spec.clone());
+            if !native_output {
+                specs.push(output.spec.clone());
+            }
         }
         if let Some(permissions) = &self.permissions {
             permissions.check()?;
@@ -517,6 +553,8 @@ impl AgentBuilder {
                 model_name,
                 tools,
                 specs,
+                settings: self.settings,
+                native_output,
                 system: self.system,
                 name: self.name,
                 budget: self.budget,

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::request::OutputSchema;
 use crate::tool::{ToolSpec, object_schema_for};
 
 /// The name of the tool a structured answer is given through.
@@ -17,6 +18,11 @@ pub const FINAL_TOOL: &str = "final_answer";
 /// for.
 pub const ASK_FOR_FINAL_ANSWER: &str = "Answer by calling final_answer.";
 
+/// What the model reads when its answer, asked for in a schema it was sent (a model with
+/// [`native_output`](crate::Llm::native_output)), does not fit it; the problems follow.
+pub const ANSWER_DOES_NOT_FIT: &str =
+    "Your answer does not fit the schema. Answer again, with JSON only. Problems:";
+
 type Check = dyn Fn(&Value) -> std::result::Result<(), String> + Send + Sync;
 
 /// An output type: its `final_answer` spec, its schema validator, and a check that the value
@@ -24,6 +30,8 @@ type Check = dyn Fn(&Value) -> std::result::Result<(), String> + Send + Sync;
 #[derive(Clone)]
 pub(crate) struct OutputType {
     pub(crate) spec: ToolSpec,
+    /// The same schema, for a model that takes it natively.
+    pub(crate) schema: OutputSchema,
     validator: Arc<jsonschema::Validator>,
     deserializes: Arc<Check>,
 }
@@ -45,6 +53,18 @@ impl OutputType {
                 "the schema of the output type {type_name} is not a valid JSON Schema: {e}"
             ))
         })?;
+        let name: String = type_name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        let schema = OutputSchema::new(name, parameters.clone());
         let spec = ToolSpec::new(
             FINAL_TOOL,
             format!(
@@ -55,6 +75,7 @@ impl OutputType {
         );
         Ok(Self {
             spec,
+            schema,
             validator: Arc::new(validator),
             deserializes: Arc::new(|value| {
                 T::deserialize(value).map(drop).map_err(|e| e.to_string())

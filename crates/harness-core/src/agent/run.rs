@@ -14,11 +14,12 @@ use super::{
     FINAL_ANSWER_ACCEPTED, NOT_RUN_BUDGET, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput,
     REFUSED_BY_MIDDLEWARE, RunInput, StopReason, ToolMode,
 };
-use crate::agent::output::{ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+use crate::agent::output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL, OutputType};
 use crate::content::Block;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
+use crate::request::{ModelSettings, Request};
 use crate::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::tool::{Ctx, Gate};
 
@@ -106,7 +107,12 @@ impl AgentInner {
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Result<AgentState> {
-        let RunInput { mut state, deps } = input;
+        let RunInput {
+            mut state,
+            deps,
+            settings,
+        } = input;
+        let settings = settings.over(&self.settings);
         let Some(model) = self.model.as_deref() else {
             // No model: a passthrough, the state returned as it came.
             return Ok(state);
@@ -133,7 +139,7 @@ impl AgentInner {
         for step in 1..=self.budget.steps() {
             events.emit(|| AgentEvent::StepStarted { step });
             let response = self
-                .ask_model(model, &transcript, events)
+                .ask_model(model, &transcript, &settings, events)
                 .await
                 .map_err(|e| e.with_state(|| spent.snapshot(&transcript)))?;
             let crossed = self.account(&response, &mut spent);
@@ -162,16 +168,12 @@ impl AgentInner {
 
             if calls.is_empty() {
                 Arc::make_mut(&mut transcript).push(Message::assistant(content));
-                if self.output.is_some() {
-                    Arc::make_mut(&mut transcript).push(Message::user(ASK_FOR_FINAL_ANSWER));
-                    continue;
+                match self.answer(&mut transcript, text, finish_reason) {
+                    Some((output, reason)) => {
+                        return Ok(spent.finish(transcript, output, reason, Vec::new()));
+                    }
+                    None => continue,
                 }
-                let reason = if finish_reason == FinishReason::Stop {
-                    StopReason::Answer
-                } else {
-                    StopReason::Truncated
-                };
-                return Ok(spent.finish(transcript, text, reason, Vec::new()));
             }
 
             if self.tools.is_empty() {
@@ -206,12 +208,46 @@ impl AgentInner {
         Ok(spent.finish(transcript, "", reason, Vec::new()))
     }
 
+    /// A turn without tool calls, already recorded: the run's output and why it ends, or
+    /// `None` when the model is asked again (for a structured answer in the right shape).
+    fn answer(
+        &self,
+        transcript: &mut Transcript,
+        text: String,
+        finish_reason: FinishReason,
+    ) -> Option<(Value, StopReason)> {
+        let complete = finish_reason == FinishReason::Stop;
+        let Some(output) = &self.output else {
+            let reason = if complete {
+                StopReason::Answer
+            } else {
+                StopReason::Truncated
+            };
+            return Some((Value::from(text), reason));
+        };
+        let ask = if !self.native_output {
+            ASK_FOR_FINAL_ANSWER.to_owned()
+        } else if !complete {
+            // A structured answer cut at the output limit cannot be read.
+            return Some((Value::from(text), StopReason::Truncated));
+        } else {
+            // The schema went with the request: the answer is the JSON text.
+            match read_native_answer(output, &text) {
+                Ok(value) => return Some((value, StopReason::Answer)),
+                Err(problems) => format!("{ANSWER_DOES_NOT_FIT} {problems}"),
+            }
+        };
+        Arc::make_mut(transcript).push(Message::user(ask));
+        None
+    }
+
     /// One model call: middleware's view, then the context policy's, then the model,
     /// streamed when someone is watching.
     async fn ask_model(
         &self,
         model: &dyn Llm,
         transcript: &[Message],
+        settings: &ModelSettings,
         events: &Events<'_>,
     ) -> Result<CompletionResponse> {
         let prepared = self
@@ -228,10 +264,16 @@ impl AgentInner {
             "gen_ai.usage.output_tokens" = tracing::field::Empty,
         );
         let response = async {
-            if !events.is_streaming() {
-                return model.generate(&view, &self.specs).await;
+            let mut request = Request::new(&view)
+                .with_tools(&self.specs)
+                .with_settings(settings);
+            if let Some(output) = self.output.as_ref().filter(|_| self.native_output) {
+                request = request.with_output(&output.schema);
             }
-            let mut stream = model.stream_events(&view, &self.specs);
+            if !events.is_streaming() {
+                return model.generate(request).await;
+            }
+            let mut stream = model.stream_events(request);
             while let Some(event) = stream.next().await {
                 match event? {
                     LlmEvent::TextDelta(text) => events.emit(|| AgentEvent::TextDelta(text)),
@@ -552,6 +594,21 @@ fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<
             call.name
         )
     })
+}
+
+/// A structured answer given as JSON text (the schema went with the request): its value, or
+/// every problem with it in words the model can act on.
+fn read_native_answer(output: &OutputType, text: &str) -> std::result::Result<Value, String> {
+    // A model that wraps its JSON in a Markdown fence still sent the JSON.
+    let text = text.trim();
+    let unfenced = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(text);
+    let value: Value = serde_json::from_str(unfenced.trim())
+        .map_err(|e| format!("the answer is not JSON ({e})"))?;
+    output.check(&value).map(|()| value)
 }
 
 /// Records a turn whose calls the budget stops: the model's turn, and "not run" for each

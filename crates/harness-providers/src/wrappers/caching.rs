@@ -6,9 +6,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec, replay,
-};
+use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result, replay};
 use serde_json::Value;
 
 struct Entry {
@@ -23,7 +21,7 @@ struct Store {
     clock: u64,
 }
 
-/// Remembers answers by the exact request (messages and tools), least recently used out
+/// Remembers answers by the exact request (messages, tools, settings, output schema), least recently used out
 /// first, optionally for at most `ttl`.
 ///
 /// Only sound in front of a deterministic setup; there is no single-flight, so concurrent
@@ -150,8 +148,9 @@ impl<M: Llm> Caching<M> {
     }
 }
 
-/// The request as canonical JSON (keys sorted), so equal requests share one key.
-fn cache_key(messages: &[Message], tools: &[ToolSpec]) -> String {
+/// The request as canonical JSON (keys sorted), so equal requests share one key; the
+/// settings and the output schema are part of it.
+fn cache_key(request: &Request<'_>) -> String {
     fn sorted(value: Value) -> Value {
         match value {
             Value::Object(map) => {
@@ -163,41 +162,42 @@ fn cache_key(messages: &[Message], tools: &[ToolSpec]) -> String {
             other => other,
         }
     }
-    let request = serde_json::json!([messages, tools]);
-    sorted(request).to_string()
+    let asked = serde_json::json!([request.messages, request.tools]);
+    format!(
+        "{}{:?}{:?}",
+        sorted(asked),
+        request.settings,
+        request.output
+    )
 }
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for Caching<M> {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let key = cache_key(messages, tools);
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let key = cache_key(&request);
         if let Some(hit) = self.lookup(&key) {
             return Ok(hit);
         }
-        let response = self.inner.generate(messages, tools).await?;
+        let response = self.inner.generate(request).await?;
         self.remember(key, &response);
         Ok(response)
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
-        let key = cache_key(messages, tools);
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+        let key = cache_key(&request);
         if let Some(hit) = self.lookup(&key) {
             return Box::pin(futures_util::stream::iter(replay(Ok(hit))));
         }
-        Box::pin(self.inner.stream_events(messages, tools).map(move |event| {
+        Box::pin(self.inner.stream_events(request).map(move |event| {
             if let Ok(LlmEvent::Completed(response)) = &event {
                 self.remember(key.clone(), response);
             }
             event
         }))
+    }
+
+    fn native_output(&self) -> bool {
+        self.inner.native_output()
     }
 
     fn name(&self) -> String {

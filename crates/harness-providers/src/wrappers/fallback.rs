@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Result, ToolSpec,
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, ProviderError, Request, Result,
 };
 
 type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
@@ -88,14 +88,10 @@ impl Fallback {
 
 #[async_trait::async_trait]
 impl Llm for Fallback {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         let mut last = None;
         for model in &self.models {
-            match model.generate(messages, tools).await {
+            match model.generate(request).await {
                 Ok(response) => return Ok(response),
                 Err(e) if (self.on)(&e) => last = Some(e),
                 Err(e) => return Err(e),
@@ -107,11 +103,7 @@ impl Llm for Fallback {
         ))
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         struct State<'a> {
             next: usize,
             current: Option<BoxStream<'a, Result<LlmEvent>>>,
@@ -136,7 +128,7 @@ impl Llm for Fallback {
                         None => {
                             let model = &self.models[state.next];
                             state.next += 1;
-                            state.current.insert(model.stream_events(messages, tools))
+                            state.current.insert(model.stream_events(request))
                         }
                     };
                     match stream.next().await {
@@ -162,6 +154,12 @@ impl Llm for Fallback {
                 }
             },
         ))
+    }
+
+    /// Only when every model of the chain takes an output schema natively: the request
+    /// is the same for whichever answers.
+    fn native_output(&self) -> bool {
+        self.models.iter().all(|m| Llm::native_output(&**m))
     }
 
     fn name(&self) -> String {

@@ -4,9 +4,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec,
-};
+use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result};
 
 struct Bucket {
     tokens: f64,
@@ -92,24 +90,20 @@ impl<M: Llm> RateLimited<M> {
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for RateLimited<M> {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         tokio::time::sleep(self.reserve()).await;
-        self.inner.generate(messages, tools).await
+        self.inner.generate(request).await
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         Box::pin(
             futures_util::stream::once(async move { tokio::time::sleep(self.reserve()).await })
-                .flat_map(move |()| self.inner.stream_events(messages, tools)),
+                .flat_map(move |()| self.inner.stream_events(request)),
         )
+    }
+
+    fn native_output(&self) -> bool {
+        self.inner.native_output()
     }
 
     fn name(&self) -> String {

@@ -3,9 +3,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, Message, Result, ToolSpec,
-};
+use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result};
 
 /// Re-asks when a turn has no text and no tool calls, up to `attempts` calls in all, waiting
 /// `backoff · k` before the k-th retry. Transport failures are the HTTP client's business;
@@ -65,26 +63,18 @@ impl<M: Llm> Retrying<M> {
 
 #[async_trait::async_trait]
 impl<M: Llm> Llm for Retrying<M> {
-    async fn generate(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<CompletionResponse> {
-        let mut response = self.inner.generate(messages, tools).await?;
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        let mut response = self.inner.generate(request).await?;
         let mut calls = 1;
         while is_empty(&response) && calls < self.attempts {
             self.pause(calls).await;
-            response = self.inner.generate(messages, tools).await?;
+            response = self.inner.generate(request).await?;
             calls += 1;
         }
         Ok(response)
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         struct State<'a> {
             calls: u32,
             emitted: bool,
@@ -106,9 +96,7 @@ impl<M: Llm> Llm for Retrying<M> {
                                 self.pause(state.calls).await;
                             }
                             state.calls += 1;
-                            state
-                                .current
-                                .insert(self.inner.stream_events(messages, tools))
+                            state.current.insert(self.inner.stream_events(request))
                         }
                     };
                     match stream.next().await {
@@ -132,6 +120,10 @@ impl<M: Llm> Llm for Retrying<M> {
                 }
             },
         ))
+    }
+
+    fn native_output(&self) -> bool {
+        self.inner.native_output()
     }
 
     fn name(&self) -> String {

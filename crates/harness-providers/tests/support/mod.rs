@@ -246,7 +246,7 @@ pub async fn collect_events(
 ) -> Vec<harness_core::LlmEvent> {
     use futures_util::StreamExt as _;
     model
-        .stream_events(messages, tools)
+        .stream_events(harness_core::Request::new(messages).with_tools(tools))
         .map(|e| e.unwrap())
         .collect()
         .await

@@ -1,0 +1,297 @@
+//! What a model is asked: [`Request`], the conversation, the tools, the [`ModelSettings`] and
+//! an optional [`OutputSchema`]; all borrowed, so asking costs no copy of the transcript.
+//!
+//! Every type here is `#[non_exhaustive]` and built through constructors and `with_*`
+//! methods, so a field added later breaks no implementor of [`Llm`](crate::Llm) and no
+//! caller.
+
+use serde_json::Value;
+
+use crate::message::Message;
+use crate::response::ReasoningLevel;
+use crate::tool::ToolSpec;
+
+/// Which tools the model may, must or must not call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the vendors' default).
+    Auto,
+    /// No tool call; answer in text.
+    None,
+    /// At least one tool call, of any tool.
+    Required,
+    /// A call of this tool.
+    Tool(String),
+}
+
+/// How a model answers: sampling, length, stop sequences, tool choice, reasoning.
+///
+/// Settings can be given on the provider (its defaults), on the agent and per run; the
+/// narrower wins, setting by setting ([`ModelSettings::over`]). A setting left `None` (or
+/// an empty `stop`) is not sent, so the vendor's own default applies.
+///
+/// ```
+/// use harness_core::{ModelSettings, ToolChoice};
+///
+/// let agent = ModelSettings::new().with_temperature(0.2).with_max_tokens(800);
+/// let run = ModelSettings::new().with_temperature(0.0).with_tool_choice(ToolChoice::Required);
+/// let effective = run.over(&agent);
+/// assert_eq!(effective.temperature, Some(0.0));
+/// assert_eq!(effective.max_tokens, Some(800));
+/// assert_eq!(effective.tool_choice, Some(ToolChoice::Required));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ModelSettings {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// The most tokens the answer may have.
+    pub max_tokens: Option<u32>,
+    /// Nucleus sampling: the probability mass sampled from.
+    pub top_p: Option<f64>,
+    /// Sequences that end the answer where they appear.
+    pub stop: Vec<String>,
+    /// Which tools the model may, must or must not call.
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn.
+    pub parallel_tool_calls: Option<bool>,
+    /// How hard a reasoning model thinks.
+    pub reasoning: Option<ReasoningLevel>,
+}
+
+/// No setting: what [`Request::new`] starts from.
+static NO_SETTINGS: ModelSettings = ModelSettings {
+    temperature: None,
+    max_tokens: None,
+    top_p: None,
+    stop: Vec::new(),
+    tool_choice: None,
+    parallel_tool_calls: None,
+    reasoning: None,
+};
+
+impl ModelSettings {
+    /// No setting: every vendor default applies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the most tokens the answer may have.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets nucleus sampling's probability mass.
+    pub fn with_top_p(mut self, top_p: f64) -> Self {
+        self.top_p = Some(top_p);
+        self
+    }
+
+    /// Sets the stop sequences.
+    pub fn with_stop(mut self, stop: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.stop = stop.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets which tools the model may, must or must not call.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Allows or forbids several tool calls in one turn.
+    pub fn with_parallel_tool_calls(mut self, on: bool) -> Self {
+        self.parallel_tool_calls = Some(on);
+        self
+    }
+
+    /// Sets how hard a reasoning model thinks.
+    pub fn with_reasoning(mut self, level: ReasoningLevel) -> Self {
+        self.reasoning = Some(level);
+        self
+    }
+
+    /// These settings over `broader` ones: each setting given here wins, the others come
+    /// from `broader` (a run's settings over the agent's, the agent's over the provider's).
+    #[must_use]
+    pub fn over(&self, broader: &ModelSettings) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature.or(broader.temperature),
+            max_tokens: self.max_tokens.or(broader.max_tokens),
+            top_p: self.top_p.or(broader.top_p),
+            stop: if self.stop.is_empty() {
+                broader.stop.clone()
+            } else {
+                self.stop.clone()
+            },
+            tool_choice: self
+                .tool_choice
+                .clone()
+                .or_else(|| broader.tool_choice.clone()),
+            parallel_tool_calls: self.parallel_tool_calls.or(broader.parallel_tool_calls),
+            reasoning: self.reasoning.or(broader.reasoning),
+        }
+    }
+
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self == &NO_SETTINGS
+    }
+}
+
+/// The shape an answer must have: a JSON Schema, for vendors that can hold a model to one
+/// (OpenAI's `response_format`, Gemini's `responseJsonSchema`, Ollama's and llama.cpp's
+/// structured outputs).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OutputSchema {
+    /// A name for the schema (`[A-Za-z0-9_-]`), which some vendors require.
+    pub name: String,
+    /// The JSON Schema of the answer: an object schema.
+    pub schema: Value,
+    /// Whether the schema meets OpenAI's strict mode (every object closed, every property
+    /// required), so the vendor may enforce it exactly.
+    pub strict: bool,
+}
+
+impl OutputSchema {
+    /// The schema `schema` under `name`; `strict` when the schema meets strict mode's rules.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
+        let strict = is_strict(&schema);
+        Self {
+            name: name.into(),
+            schema,
+            strict,
+        }
+    }
+}
+
+/// Whether every object of `schema` lists all its properties as required and allows no
+/// others: what OpenAI's strict structured outputs accept.
+fn is_strict(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                let required: Vec<&str> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if !properties.keys().all(|k| required.contains(&k.as_str()))
+                    || map.get("additionalProperties") != Some(&Value::Bool(false))
+                {
+                    return false;
+                }
+            }
+            map.values().all(is_strict)
+        }
+        Value::Array(items) => items.iter().all(is_strict),
+        _ => true,
+    }
+}
+
+/// One request to a model: the conversation, the tools it may call, its settings and the
+/// shape its answer must have, all borrowed.
+///
+/// Built with [`Request::new`] and `with_*`; read through the fields. A provider applies
+/// its own defaults under [`Request::settings`] (see [`ModelSettings::over`]).
+///
+/// ```
+/// use harness_core::{Message, ModelSettings, Request};
+///
+/// let messages = [Message::user("hi")];
+/// let settings = ModelSettings::new().with_temperature(0.0);
+/// let request = Request::new(&messages).with_settings(&settings);
+/// assert_eq!(request.messages.len(), 1);
+/// assert!(request.tools.is_empty() && request.output.is_none());
+/// assert_eq!(request.settings.temperature, Some(0.0));
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Request<'a> {
+    /// The conversation, oldest first.
+    pub messages: &'a [Message],
+    /// The tools the model may call; empty when it is offered none.
+    pub tools: &'a [ToolSpec],
+    /// How the model should answer.
+    pub settings: &'a ModelSettings,
+    /// The shape the answer must have, for a vendor that can enforce one
+    /// ([`Llm::native_output`](crate::Llm::native_output)).
+    pub output: Option<&'a OutputSchema>,
+}
+
+impl<'a> Request<'a> {
+    /// A request for `messages`, with no tools, no settings and no output schema.
+    pub fn new(messages: &'a [Message]) -> Self {
+        Self {
+            messages,
+            tools: &[],
+            settings: &NO_SETTINGS,
+            output: None,
+        }
+    }
+
+    /// Offers the model these tools.
+    pub fn with_tools(mut self, tools: &'a [ToolSpec]) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Asks with these settings.
+    pub fn with_settings(mut self, settings: &'a ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Asks for an answer of this shape.
+    pub fn with_output(mut self, output: &'a OutputSchema) -> Self {
+        self.output = Some(output);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_narrower_setting_wins_one_by_one() {
+        let provider = ModelSettings::new()
+            .with_temperature(1.0)
+            .with_stop(["END"])
+            .with_reasoning(ReasoningLevel::Low);
+        let agent = ModelSettings::new().with_temperature(0.5).with_top_p(0.9);
+        let run = ModelSettings::new().with_parallel_tool_calls(false);
+        let effective = run.over(&agent.over(&provider));
+        assert_eq!(effective.temperature, Some(0.5));
+        assert_eq!(effective.top_p, Some(0.9));
+        assert_eq!(effective.stop, ["END"]);
+        assert_eq!(effective.parallel_tool_calls, Some(false));
+        assert_eq!(effective.reasoning, Some(ReasoningLevel::Low));
+        assert!(ModelSettings::new().is_empty());
+        assert!(!effective.is_empty());
+    }
+
+    #[test]
+    fn strict_means_every_object_closed_with_every_property_required() {
+        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "required": ["a"], "additionalProperties": false});
+        assert!(OutputSchema::new("x", closed).strict);
+        let optional = json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "additionalProperties": false});
+        assert!(!OutputSchema::new("x", optional).strict);
+        let nested_open = json!({"type": "object", "properties": {"a": {"type": "object",
+            "properties": {"b": {"type": "integer"}}, "required": ["b"]}}, "required": ["a"],
+            "additionalProperties": false});
+        assert!(!OutputSchema::new("x", nested_open).strict);
+    }
+}
