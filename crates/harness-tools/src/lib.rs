@@ -4,8 +4,8 @@
 //! - [`file_tools`]: `read_file`, `list_files`, `search_files`, `write_file`, `edit_file`.
 //! - [`shell_tool`]: `run_command`, gated by default; not a sandbox.
 //! - [`ToolName`]: the built-in names, for permission rules.
-//! - [`mcp`]: a Model Context Protocol client, `McpServer::stdio` / `McpServer::http`, its
-//!   tools as ordinary tools.
+//! - [`mcp`] (feature `mcp`): a Model Context Protocol client, `McpServer::stdio` /
+//!   `McpServer::http` (feature `mcp-http`), its tools as ordinary tools.
 //! - [`TavilySearch`] (feature `search`): web search as a tool.
 //!
 //! ```no_run
@@ -34,6 +34,7 @@
 
 mod error;
 mod files;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod names;
 #[cfg(feature = "search")]

@@ -1,6 +1,7 @@
 //! Starting or reaching a server, the handshake, and stopping it: rmcp does the protocol,
 //! this module the process group, the timeouts around the handshake, and the shutdown.
 
+#[cfg(feature = "mcp-http")]
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+#[cfg(feature = "mcp-http")]
 use reqwest::header::{HeaderName, HeaderValue};
 #[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
 use rmcp::model::{
@@ -18,6 +20,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
+#[cfg(feature = "mcp-http")]
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
@@ -35,6 +38,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// How a server is reached.
 pub(crate) enum Connector {
     Stdio(Vec<OsString>),
+    #[cfg(feature = "mcp-http")]
     Http {
         url: String,
         headers: HashMap<HeaderName, HeaderValue>,
@@ -159,6 +163,7 @@ impl Connection {
                 let running = handshake(handler, transport, label, timeout).await?;
                 (running, Some(group), None)
             }
+            #[cfg(feature = "mcp-http")]
             Connector::Http { url, headers } => {
                 let client = harness_providers::client_builder()
                     .map_err(|e| McpError::configuration(e.to_string()))?

@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use harness_core::{Ctx, Tool, ToolSpec};
+#[cfg(feature = "mcp-http")]
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
@@ -202,10 +203,12 @@ impl McpServer {
     }
 
     /// A remote server over streamable HTTP, with extra headers (authentication, say).
+    /// Feature `mcp-http`.
     ///
     /// # Errors
     /// [`McpError`] (configuration) for a header that is not valid HTTP, or one the client
     /// sets itself (`Accept`, `Mcp-Session-Id`, `Last-Event-ID`).
+    #[cfg(feature = "mcp-http")]
     pub fn http(url: impl Into<String>, headers: &[(String, String)]) -> Result<Self, McpError> {
         let mut map = HashMap::new();
         for (name, value) in headers {
@@ -709,6 +712,7 @@ fn stdio_label(command: &[OsString]) -> String {
 }
 
 /// The URL without its user, password, query and fragment.
+#[cfg(feature = "mcp-http")]
 fn http_label(url: &str) -> String {
     let url = url.split(['?', '#']).next().unwrap_or(url);
     match url.split_once("://") {
@@ -737,6 +741,11 @@ mod tests {
             .map(OsString::from)
             .to_vec();
         assert_eq!(stdio_label(&npx), "npx server-fs");
+    }
+
+    #[cfg(feature = "mcp-http")]
+    #[test]
+    fn http_labels_leave_out_what_may_be_secret() {
         assert_eq!(
             http_label("https://user:pw@example.com:8443/mcp?key=s3cret#x"),
             "https://example.com:8443/mcp"
