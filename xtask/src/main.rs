@@ -14,12 +14,15 @@
 //! - `e2e`: every real-peer suite: the MCP servers from npm and the Python SDK, the
 //!   llama.cpp server, the MCP conformance suite.
 //! - `fuzz`: the seeded property suites with 100,000 cases per target.
+//! - `features [-p <package>]...`: every publishable crate checked (library, then all
+//!   targets) with no default features, each feature alone and all features, warnings denied.
 //!
 //! Every command runs from the workspace root, wherever it is invoked.
 
 mod bench;
 mod conformance;
 mod deny;
+mod features;
 mod fuzz;
 mod llama;
 mod release;
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Some("e2e-llama") => llama::Options::parse(&args[1..]).and_then(llama::e2e),
         Some("e2e") => e2e(),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("features") => features::features(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -84,7 +88,10 @@ commands:
               server, the MCP conformance suite (each installs its peers when absent)
   fuzz        the seeded property suites (SSE decoding, vendor stream and answer parsing,
               saved states, tool arguments, permission patterns) with 100,000 cases per
-              target in the test profile; --cases N, --seed S (a failure prints its seed)";
+              target in the test profile; --cases N, --seed S (a failure prints its seed)
+  features    every publishable crate (or -p <package>, repeatable) checked, library then all
+              targets, with no default features, each feature alone and all features, under
+              RUSTFLAGS=-D warnings in target/features; a summary times each check";
 
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
