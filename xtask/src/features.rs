@@ -305,7 +305,11 @@ mod tests {
             ("mcp", &["dep:rmcp"]),
             (
                 "mcp-http",
-                &["mcp", "dep:reqwest", "rmcp/transport-streamable-http-client-reqwest"],
+                &[
+                    "mcp",
+                    "dep:reqwest",
+                    "rmcp/transport-streamable-http-client-reqwest",
+                ],
             ),
         ]);
         assert_eq!(
@@ -325,7 +329,10 @@ mod tests {
         // No features: "all" is "none".
         assert_eq!(selections(&BTreeMap::new()), [Selection::None]);
         // One feature: "all" is that one alone.
-        let one = table(&[("default", &["macros"]), ("macros", &["dep:harness-macros"])]);
+        let one = table(&[
+            ("default", &["macros"]),
+            ("macros", &["dep:harness-macros"]),
+        ]);
         assert_eq!(selections(&one), [Selection::None, only("macros")]);
         // A feature that turns on every other one is "all".
         let chain = table(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]);
@@ -340,7 +347,10 @@ mod tests {
         let features = table(&[
             ("tools", &["dep:harness-tools", "harness-tools/mcp"]),
             ("harness-tools", &["dep:harness-tools"]),
-            ("providers", &["dep:harness-providers", "harness-tools?/search"]),
+            (
+                "providers",
+                &["dep:harness-providers", "harness-tools?/search"],
+            ),
             ("all", &["tools", "providers"]),
         ]);
         let names = |set: BTreeSet<String>| set.into_iter().collect::<Vec<_>>();
@@ -415,6 +425,9 @@ mod tests {
             text.contains("  FAIL deepharness       only tools, all-targets     12.0s\n"),
             "{text}"
         );
-        assert!(text.ends_with("features: 1 passed, 1 failed, in 14s\n"), "{text}");
+        assert!(
+            text.ends_with("features: 1 passed, 1 failed, in 14s\n"),
+            "{text}"
+        );
     }
 }
