@@ -4,15 +4,18 @@
 //! The xtask builds this binary in release, starts the mock and runs each case in a fresh
 //! process:
 //!
-//! - `http-bench mock [--delay-ms N]`: the mock (see [`mock`]); prints its base URL, serves
+//! - `http-bench mock [--delay-ms N] [--cpu N]`: the mock (see [`mock`]); prints its base URL, serves
 //!   until its standard input closes.
-//! - `http-bench cpu <case> <base-url> [--runs N]`: N sequential runs after a warm-up, in
-//!   five rounds; prints `cpu <case> <CPU µs per run> <wall µs per run>`, the median round's.
+//! - `http-bench cpu <base-url> [--runs N] [--rounds R] [--case C] [--cpu N]`: N sequential runs of each case
+//!   after a warm-up, in R rounds that take the cases in turn (floor, library, floor,
+//!   library), so that the shared machine's changing load touches each alike; prints
+//!   `cpu <case> <CPU µs per run> <wall µs per run> <runs>` per case, its median round's.
 //!   CPU is this process's user + system time (`getrusage(RUSAGE_SELF)`), so the mock's work
 //!   is not in it.
 //! - `http-bench mem <case> <base-url> [--tasks N]`: N concurrent runs (tokio tasks sharing
-//!   one client); prints `mem <case> <peak bytes> <tasks> <max requests held by the mock>`,
-//!   the peak being the rise of VmHWM over the process's resident size before the runs.
+//!   one client); prints `mem <case> <peak bytes> <tasks> <most requests the mock held at
+//!   once> <wall ms>`, the peak being the rise of VmHWM (`/proc/self/status`) over its value
+//!   before the runs (after a few warm-up runs).
 //!
 //! Cases: `run`, `stream_events`, `floor_json`, `floor_sse`. Every client runs on a
 //! current-thread tokio runtime.
@@ -39,23 +42,39 @@ pub(crate) const CALL_ID: &str = "call_ZR5UUuTt3pf61kjwAJIYdVMj";
 
 /// Runs before the measured ones, so that connections, caches and lazily built state exist.
 const WARM_UP: usize = 100;
-/// The measured runs are split in this many rounds; the median round is reported.
-const ROUNDS: usize = 5;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("mock") => option(&args, "--delay-ms", 0)
+        Some("mock") => pin(&args)
+            .and_then(|()| option(&args, "--delay-ms", 0))
             .and_then(|ms| mock::serve(Duration::from_millis(ms as u64))),
-        Some("cpu") => case_and_url(&args)
-            .and_then(|(case, url)| cpu(case, url, option(&args, "--runs", 2000)?)),
+        Some("cpu") => match args.get(1) {
+            Some(url) => pin(&args)
+                .and_then(|()| option(&args, "--runs", 20_000))
+                .and_then(|runs| {
+                    let only = args
+                        .iter()
+                        .position(|a| a == "--case")
+                        .map(|i| args.get(i + 1));
+                    let only = only
+                        .map(|name| name.ok_or("--case needs a case"))
+                        .transpose()?;
+                    cpu(
+                        url,
+                        runs,
+                        option(&args, "--rounds", 40)?,
+                        only.map(String::as_str),
+                    )
+                }),
+            None => Err("cpu needs the mock's base URL".to_owned()),
+        },
         Some("mem") => case_and_url(&args)
             .and_then(|(case, url)| mem(case, url, option(&args, "--tasks", 10_000)?)),
-        _ => Err(
-            "usage: http-bench mock [--delay-ms N] | cpu <case> <base-url> [--runs N] | \
+        _ => Err("usage: http-bench mock [--delay-ms N] [--cpu N] | \
+             cpu <base-url> [--runs N] [--rounds N] [--case C] [--cpu N] | \
              mem <case> <base-url> [--tasks N]"
-                .to_owned(),
-        ),
+            .to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -100,6 +119,22 @@ pub(crate) fn tool_schemas() -> Value {
     }])
 }
 
+/// With `--cpu N`, keeps this process on CPU N. The xtask puts the client and the mock on
+/// one CPU: across two otherwise idle CPUs of this VM, waking the other side costs each
+/// request tens of microseconds of CPU (inter-processor interrupts, idle exits), the same
+/// for every client, which would blur what the clients themselves cost.
+fn pin(args: &[String]) -> Result<(), String> {
+    use nix::sched::{CpuSet, sched_setaffinity};
+    if !args.iter().any(|a| a == "--cpu") {
+        return Ok(());
+    }
+    let cpu = option(args, "--cpu", 0)?;
+    let mut set = CpuSet::new();
+    set.set(cpu).map_err(|e| format!("no CPU {cpu}: {e}"))?;
+    sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .map_err(|e| format!("cannot keep to CPU {cpu}: {e}"))
+}
+
 /// As many descriptors as the hard limit allows: 10,000 concurrent connections need them.
 pub(crate) fn raise_fd_limit() {
     if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
@@ -124,33 +159,55 @@ fn cpu_time() -> Result<Duration, String> {
     Ok(micros(usage.user_time()) + micros(usage.system_time()))
 }
 
-fn cpu(case: Case, url: &str, runs: usize) -> Result<(), String> {
+/// Every case in one process, in interleaved rounds: a drift in the load of this shared
+/// machine touches the floor and the library alike. Prints each case's median round.
+fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), String> {
     let runtime = runtime()?;
-    let client = Client::new(case, url)?;
-    let per_round = runs.div_ceil(ROUNDS).max(1);
-    let (mut cpu_us, mut wall_us) = (Vec::new(), Vec::new());
+    let cases = match only {
+        Some(name) => vec![Case::parse(name)?],
+        None => vec![
+            Case::FloorJson,
+            Case::Run,
+            Case::FloorSse,
+            Case::StreamEvents,
+        ],
+    };
+    let clients = cases
+        .iter()
+        .map(|&case| Client::new(case, url))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rounds = rounds.max(1);
+    let per_round = runs.div_ceil(rounds).max(1);
+    let mut cpu_us = vec![Vec::new(); cases.len()];
+    let mut wall_us = vec![Vec::new(); cases.len()];
     runtime.block_on(async {
-        for _ in 0..WARM_UP {
-            client.run_once().await?;
-        }
-        for _ in 0..ROUNDS {
-            let (cpu_start, wall_start) = (cpu_time()?, Instant::now());
-            for _ in 0..per_round {
+        for client in &clients {
+            for _ in 0..WARM_UP {
                 client.run_once().await?;
             }
-            let cpu = cpu_time()? - cpu_start;
-            cpu_us.push(cpu.as_secs_f64() * 1e6 / per_round as f64);
-            wall_us.push(wall_start.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+        }
+        for _ in 0..rounds {
+            for (i, client) in clients.iter().enumerate() {
+                let (cpu_start, wall_start) = (cpu_time()?, Instant::now());
+                for _ in 0..per_round {
+                    client.run_once().await?;
+                }
+                let cpu = cpu_time()? - cpu_start;
+                cpu_us[i].push(cpu.as_secs_f64() * 1e6 / per_round as f64);
+                wall_us[i].push(wall_start.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+            }
         }
         Ok::<(), String>(())
     })?;
-    println!(
-        "cpu {} {:.2} {:.2} {}",
-        case.name(),
-        median(&mut cpu_us),
-        median(&mut wall_us),
-        per_round * ROUNDS
-    );
+    for (i, case) in cases.iter().enumerate() {
+        println!(
+            "cpu {} {:.2} {:.2} {}",
+            case.name(),
+            median(&mut cpu_us[i]),
+            median(&mut wall_us[i]),
+            per_round * rounds
+        );
+    }
     Ok(())
 }
 

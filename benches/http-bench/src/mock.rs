@@ -100,7 +100,12 @@ pub(crate) fn serve(delay: Duration) -> Result<(), String> {
 }
 
 /// Answers the requests of one keep-alive connection, in order, until the client closes it.
-async fn connection(mut stream: TcpStream, replies: Arc<Replies>, stats: Arc<Stats>, delay: Duration) {
+async fn connection(
+    mut stream: TcpStream,
+    replies: Arc<Replies>,
+    stats: Arc<Stats>,
+    delay: Duration,
+) {
     let _ = stream.set_nodelay(true);
     let mut buffer: Vec<u8> = Vec::with_capacity(16 << 10);
     loop {

@@ -1,4 +1,4 @@
-//! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N]`: a
+//! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]`: a
 //! two-step agent run (a tool call, then the answer) over loopback HTTP, through
 //! `Agent::run` and `Agent::stream_events`, beside bare reqwest sending the same two requests
 //! (the floor) and the Python original, all against one OpenAI-compatible mock in a process
@@ -9,8 +9,6 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::run;
-
 const PYTHON_BENCH: &str = "benches/http-bench/http_python.py";
 
 struct Options {
@@ -18,15 +16,17 @@ struct Options {
     python_runs: usize,
     tasks: usize,
     delay_ms: u64,
+    cpu: usize,
 }
 
 impl Options {
     fn parse(args: &[String]) -> Result<Self, String> {
         let mut options = Self {
-            runs: 5000,
+            runs: 20_000,
             python_runs: 2000,
             tasks: 10_000,
             delay_ms: 1000,
+            cpu: 0,
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
@@ -39,9 +39,11 @@ impl Options {
                 "--python-runs" => options.python_runs = value,
                 "--tasks" => options.tasks = value,
                 "--delay-ms" => options.delay_ms = value as u64,
+                "--cpu" => options.cpu = value,
                 other => {
                     return Err(format!(
-                        "unknown option `{other}` (--runs, --python-runs, --tasks, --delay-ms)"
+                        "unknown option `{other}` (--runs, --python-runs, --tasks, --delay-ms, \
+                         --cpu)"
                     ));
                 }
             }
@@ -57,9 +59,14 @@ struct Mock {
 }
 
 impl Mock {
-    fn start(bin: &Path, delay_ms: u64) -> Result<Self, String> {
-        let mut child = Command::new(bin)
-            .args(["mock", "--delay-ms", &delay_ms.to_string()])
+    /// A mock that holds each answer `delay_ms`, kept to one CPU when given one.
+    fn start(bin: &Path, delay_ms: u64, cpu: Option<usize>) -> Result<Self, String> {
+        let mut command = Command::new(bin);
+        command.args(["mock", "--delay-ms", &delay_ms.to_string()]);
+        if let Some(cpu) = cpu {
+            command.args(["--cpu", &cpu.to_string()]);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -104,44 +111,35 @@ struct Memory {
 
 pub(super) fn http(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
-    run(
-        "cargo",
-        &[
-            "build",
-            "--release",
-            "-p",
-            "deepharness-http-bench",
-            "--bin",
-            "http-bench",
-        ],
-        &[],
-    )?;
+    build()?;
     let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".to_owned());
     let bin = PathBuf::from(target).join("release/http-bench");
 
     let python = super::python_venv()?;
-    let mock = Mock::start(&bin, 0)?;
-    println!("\n==> CPU per run, {} sequential runs per client, mock at {}", options.runs, mock.url);
+    // The clients and the mock share one CPU (see `pin` in the benchmark's main.rs).
+    let cpu_arg = options.cpu.to_string();
+    let mock = Mock::start(&bin, 0, Some(options.cpu))?;
+    println!(
+        "\n==> CPU per run, {} sequential runs per client, all on CPU {}, mock at {}",
+        options.runs, options.cpu, mock.url
+    );
     let runs = options.runs.to_string();
-    let mut cpu = Vec::new();
-    // Floor and library alternate, so that a drift in the machine's load touches both.
-    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
-        let line = output(&bin, &["cpu", case, &mock.url, "--runs", &runs])?;
-        println!("{line}");
-        cpu.push((case, parse_cpu(&line, case)?));
-    }
-    println!("\n==> {} {PYTHON_BENCH} {} {}", python.display(), mock.url, options.python_runs);
-    let python_lines = output(
-        &python,
-        &[PYTHON_BENCH, &mock.url, &options.python_runs.to_string()],
+    let lines = output(
+        &bin,
+        &["cpu", &mock.url, "--runs", &runs, "--cpu", &cpu_arg],
     )?;
+    println!("{lines}");
+    let mut cpu = Vec::new();
+    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
+        cpu.push((case, parse_cpu(&lines, case)?));
+    }
+    let python_runs = options.python_runs.to_string();
+    let python_args = [PYTHON_BENCH, &mock.url, &python_runs, &cpu_arg];
+    println!("\n==> {} {}", python.display(), python_args.join(" "));
+    let python_lines = output(&python, &python_args)?;
     println!("{python_lines}");
     for case in ["arun", "astream_events"] {
-        let line = python_lines
-            .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some(case))
-            .ok_or_else(|| format!("the Python benchmark printed no figure for {case}"))?;
-        cpu.push((case, parse_cpu(line, case)?));
+        cpu.push((case, parse_cpu(&python_lines, case)?));
     }
     drop(mock);
 
@@ -154,7 +152,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
     for case in ["floor_json", "run", "floor_sse", "stream_events"] {
         // A fresh mock (a fresh port) per case: the last case's connections are still in
         // TIME_WAIT, and 10,000 of them would crowd the ephemeral ports of one address.
-        let mock = Mock::start(&bin, options.delay_ms)?;
+        let mock = Mock::start(&bin, options.delay_ms, None)?;
         let line = output(&bin, &["mem", case, &mock.url, "--tasks", &tasks])?;
         println!("{line}");
         memory.push((case, parse_memory(&line, case)?));
@@ -162,6 +160,31 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
 
     print_tables(&cpu, &memory);
     Ok(())
+}
+
+/// Builds the benchmark in release. `cargo xtask` runs under `cargo run`, which sets
+/// CARGO_MANIFEST_DIR to xtask's; ring's build script tracks that variable, so passing it on
+/// would rebuild the TLS stack whenever a plain `cargo build` ran in between.
+fn build() -> Result<(), String> {
+    let args = [
+        "build",
+        "--release",
+        "-p",
+        "deepharness-http-bench",
+        "--bin",
+        "http-bench",
+    ];
+    println!("\n==> cargo {}", args.join(" "));
+    let status = Command::new("cargo")
+        .args(args)
+        .env_remove("CARGO_MANIFEST_DIR")
+        .status()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the benchmark's release build failed ({status})"))
+    }
 }
 
 /// Runs a command to its end and returns its standard output.
@@ -179,8 +202,12 @@ fn output(program: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// `cpu <case> <cpu µs> <wall µs> <runs>`.
-fn parse_cpu(line: &str, case: &str) -> Result<Cpu, String> {
+/// The line `cpu <case> <cpu µs> <wall µs> <runs>` among `lines`.
+fn parse_cpu(lines: &str, case: &str) -> Result<Cpu, String> {
+    let line = lines
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(case))
+        .ok_or_else(|| format!("no figure for {case} in:\n{lines}"))?;
     let fields: Vec<&str> = line.split_whitespace().collect();
     match fields.as_slice() {
         ["cpu", name, cpu_us, wall_us, runs] if *name == case => Ok(Cpu {
@@ -266,8 +293,8 @@ fn print_tables(cpu: &[(&str, Cpu)], memory: &[(&str, Memory)]) {
         "concurrent runs", "tasks", "peak MB", "KB/run", "/ floor", "held once", "wall s"
     );
     for (case, figures) in memory {
-        let ratio = find(floor_of(case))
-            .map_or(f64::NAN, |floor| figures.peak_bytes / floor.peak_bytes);
+        let ratio =
+            find(floor_of(case)).map_or(f64::NAN, |floor| figures.peak_bytes / floor.peak_bytes);
         println!(
             "{:<40} {:>7} {:>9.1} {:>9.1} {:>8.2}x {:>10} {:>8.2}",
             label(case),
