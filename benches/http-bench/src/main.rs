@@ -177,7 +177,8 @@ fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), 
         .map(|&case| Client::new(case, url))
         .collect::<Result<Vec<_>, _>>()?;
     let rounds = rounds.max(1);
-    let per_round = runs.div_ceil(rounds).max(1);
+    let per_round = u32::try_from(runs.div_ceil(rounds).max(1))
+        .map_err(|_| format!("{runs} runs are too many"))?;
     let mut cpu_us = vec![Vec::new(); cases.len()];
     let mut wall_us = vec![Vec::new(); cases.len()];
     runtime.block_on(async {
@@ -192,9 +193,9 @@ fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), 
                 for _ in 0..per_round {
                     client.run_once().await?;
                 }
-                let cpu = cpu_time()? - cpu_start;
-                cpu_us[i].push(cpu.as_secs_f64() * 1e6 / per_round as f64);
-                wall_us[i].push(wall_start.elapsed().as_secs_f64() * 1e6 / per_round as f64);
+                let cpu = cpu_time()?.saturating_sub(cpu_start);
+                cpu_us[i].push(cpu.as_secs_f64() * 1e6 / f64::from(per_round));
+                wall_us[i].push(wall_start.elapsed().as_secs_f64() * 1e6 / f64::from(per_round));
             }
         }
         Ok::<(), String>(())
@@ -205,7 +206,7 @@ fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), 
             case.name(),
             median(&mut cpu_us[i]),
             median(&mut wall_us[i]),
-            per_round * rounds
+            per_round as usize * rounds
         );
     }
     Ok(())

@@ -132,7 +132,7 @@ async fn connection(
                 "max_in_flight": stats.max_in_flight.load(Ordering::Relaxed),
             })
             .to_string();
-            stats_reply = response("application/json", &[], body.as_bytes());
+            stats_reply = response("application/json", body.as_bytes());
             &stats_reply
         } else {
             let body = &buffer[head_end..head_end + length];
@@ -182,16 +182,12 @@ fn streamed(body: &[u8]) -> bool {
     })
 }
 
-fn response(content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n",
+fn response(content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
         body.len()
-    );
-    for (name, value) in extra {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    let mut out = head.into_bytes();
+    )
+    .into_bytes();
     out.extend_from_slice(body);
     out
 }
@@ -246,7 +242,7 @@ fn completion(message: &Value, finish: &str, usage: Value) -> Vec<u8> {
         "service_tier": "default",
         "system_fingerprint": FINGERPRINT
     });
-    response("application/json", &[], body.to_string().as_bytes())
+    response("application/json", body.to_string().as_bytes())
 }
 
 /// One `chat.completion.chunk` with its delta and finish reason, as OpenAI sends it.

@@ -95,17 +95,17 @@ impl Drop for Mock {
 }
 
 /// CPU and wall time per run of one client.
-struct Cpu {
+struct PerRun {
     cpu_us: f64,
     wall_us: f64,
-    runs: usize,
+    runs: u32,
 }
 
 /// Peak memory of concurrent runs of one client.
 struct Memory {
     peak_bytes: f64,
-    tasks: usize,
-    held: usize,
+    tasks: u32,
+    held: u32,
     wall_ms: f64,
 }
 
@@ -203,17 +203,17 @@ fn output(program: &Path, args: &[&str]) -> Result<String, String> {
 }
 
 /// The line `cpu <case> <cpu µs> <wall µs> <runs>` among `lines`.
-fn parse_cpu(lines: &str, case: &str) -> Result<Cpu, String> {
+fn parse_cpu(lines: &str, case: &str) -> Result<PerRun, String> {
     let line = lines
         .lines()
         .find(|l| l.split_whitespace().nth(1) == Some(case))
         .ok_or_else(|| format!("no figure for {case} in:\n{lines}"))?;
     let fields: Vec<&str> = line.split_whitespace().collect();
     match fields.as_slice() {
-        ["cpu", name, cpu_us, wall_us, runs] if *name == case => Ok(Cpu {
+        ["cpu", name, cpu_us, wall_us, runs] if *name == case => Ok(PerRun {
             cpu_us: number(cpu_us, line)?,
             wall_us: number(wall_us, line)?,
-            runs: number(runs, line)? as usize,
+            runs: number(runs, line)?,
         }),
         _ => Err(format!("unexpected line for {case}: {line}")),
     }
@@ -225,15 +225,15 @@ fn parse_memory(line: &str, case: &str) -> Result<Memory, String> {
     match fields.as_slice() {
         ["mem", name, peak, tasks, held, wall_ms] if *name == case => Ok(Memory {
             peak_bytes: number(peak, line)?,
-            tasks: number(tasks, line)? as usize,
-            held: number(held, line)? as usize,
+            tasks: number(tasks, line)?,
+            held: number(held, line)?,
             wall_ms: number(wall_ms, line)?,
         }),
         _ => Err(format!("unexpected line for {case}: {line}")),
     }
 }
 
-fn number(field: &str, line: &str) -> Result<f64, String> {
+fn number<T: std::str::FromStr>(field: &str, line: &str) -> Result<T, String> {
     field
         .parse()
         .map_err(|_| format!("`{field}` is not a number in: {line}"))
@@ -260,7 +260,7 @@ fn floor_of(case: &str) -> &'static str {
     }
 }
 
-fn print_tables(cpu: &[(&str, Cpu)], memory: &[(&str, Memory)]) {
+fn print_tables(cpu: &[(&str, PerRun)], memory: &[(&str, Memory)]) {
     let find = |case: &str| cpu.iter().find(|(c, _)| *c == case).map(|(_, f)| f);
     println!(
         "\n{:<40} {:>7} {:>12} {:>9} {:>13}",
@@ -300,7 +300,7 @@ fn print_tables(cpu: &[(&str, Cpu)], memory: &[(&str, Memory)]) {
             label(case),
             figures.tasks,
             figures.peak_bytes / 1e6,
-            figures.peak_bytes / 1e3 / figures.tasks as f64,
+            figures.peak_bytes / 1e3 / f64::from(figures.tasks),
             ratio,
             figures.held,
             figures.wall_ms / 1e3
