@@ -1,7 +1,9 @@
-//! `cargo xtask bench [graph]`: the benchmarks, and the graph executor against the Python
-//! original measured in the same run.
+//! `cargo xtask bench [graph|http]`: the benchmarks, and the graph executor and the agent over
+//! HTTP against the Python original measured in the same run.
 
-use std::path::Path;
+mod http;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::run;
@@ -12,14 +14,19 @@ const PYTHON_BENCH: &str = "crates/harness-graph/benches/graph_python.py";
 /// Seconds the Python side spends on each graph.
 const PYTHON_BUDGET: &str = "5";
 
-/// `cargo bench --workspace`, or with `graph` the graph benchmark and its comparison.
+/// `cargo bench --workspace`, or with `graph` the graph benchmark and its comparison, or with
+/// `http` the agent over loopback HTTP against bare reqwest and the Python original.
 pub(crate) fn bench(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         None => run("cargo", &["bench", "--workspace"], &[]),
         Some("graph") => graph(),
+        Some("http") => http::http(&args[1..]),
         Some(other) => Err(format!(
             "unknown benchmark `{other}`: `cargo xtask bench` runs them all, \
-             `cargo xtask bench graph` the graph executor against the Python original"
+             `cargo xtask bench graph` the graph executor against the Python original, \
+             `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]` \
+             a two-step agent run over loopback HTTP against bare reqwest and the Python \
+             original"
         )),
     }
 }
@@ -67,8 +74,8 @@ fn graph() -> Result<(), String> {
     Ok(())
 }
 
-/// Installs the original into a venv of its own (once) and runs the same two graphs on it.
-fn python_figures() -> Result<Vec<(String, f64, f64)>, String> {
+/// Installs the original into a venv of its own (once); the venv's Python.
+fn python_venv() -> Result<PathBuf, String> {
     let python = Path::new(VENV).join("bin/python");
     if !python.exists() {
         run("python3", &["-m", "venv", VENV], &[])?;
@@ -83,6 +90,12 @@ fn python_figures() -> Result<Vec<(String, f64, f64)>, String> {
         ],
         &[],
     )?;
+    Ok(python)
+}
+
+/// Runs the same two graphs on the original.
+fn python_figures() -> Result<Vec<(String, f64, f64)>, String> {
+    let python = python_venv()?;
     println!("\n==> {} {PYTHON_BENCH} {PYTHON_BUDGET}", python.display());
     let output = Command::new(&python)
         .args([PYTHON_BENCH, PYTHON_BUDGET])
