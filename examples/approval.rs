@@ -22,18 +22,18 @@ fn wire_transfer(amount_usd: u64, to: String) -> String {
 }
 
 fn agent() -> Result<Agent, Error> {
-    Ok(Agent::builder()
+    Agent::builder()
         .name("payments")
         .shared_model(model_from_env()?.model)
         .system("You pay invoices with the wire_transfer tool.")
         .tool(WireTransfer)
-        .build()?)
+        .build()
 }
 
 fn usage() -> Error {
-    Error::from(deepharness::errors::CoreError::configuration(
+    Error::configuration(
         "usage: approval start <session.json> | approval resume <session.json> [--yes]",
-    ))
+    )
 }
 
 fn main() -> Result<(), Error> {
@@ -42,11 +42,7 @@ fn main() -> Result<(), Error> {
         [command, path, ..] => (command.as_str(), path.as_str()),
         _ => return Err(usage()),
     };
-    let io_error = |e: std::io::Error| {
-        Error::from(deepharness::errors::CoreError::configuration(format!(
-            "{path}: {e}"
-        )))
-    };
+    let io_error = |e: std::io::Error| Error::io(path, e);
     match command {
         "start" => {
             let state = agent()?.run_blocking("Pay the Acme invoice.")?;

@@ -22,7 +22,6 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use deepharness::agent::{AgentEvent, Toolbox};
-use deepharness::errors::CoreError;
 use deepharness::prelude::*;
 use deepharness::tools::{
     FileToolsConfig, Permissions, Rule, ShellConfig, ToolName, Workspace, file_tools, shell_tool,
@@ -114,12 +113,7 @@ fn demo_project() -> Result<PathBuf, Error> {
     let write = |path: &str, text: &str| {
         std::fs::create_dir_all(&root)
             .and_then(|()| std::fs::write(root.join(path), text))
-            .map_err(|e| {
-                Error::from(CoreError::configuration(format!(
-                    "cannot create the demo project in {}: {e}",
-                    root.display()
-                )))
-            })
+            .map_err(|e| Error::io(root.join(path), e))
     };
     write("greet.sh", "#!/bin/sh\necho \"Helo, $1!\"\n")?;
     write("README.md", "# greet\n\n`sh greet.sh NAME` greets NAME.\n")?;

@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deepharness::errors::CoreError;
 use deepharness::graph::{Graph, GraphEvent, GraphState, GraphUpdate, Place};
 use deepharness::prelude::*;
 use futures_util::StreamExt as _;
@@ -65,7 +64,7 @@ const FIGURES: [(&str, &str, &str); 3] = [
 ];
 
 /// Runs a one-off agent: `system`, then `prompt`; its answer.
-async fn ask(model: Arc<dyn Llm>, system: &str, prompt: String) -> Result<String, CoreError> {
+async fn ask(model: Arc<dyn Llm>, system: &str, prompt: String) -> Result<String, Error> {
     let agent = Agent::builder()
         .shared_model(model)
         .system(system)
@@ -80,7 +79,7 @@ async fn read_figures(
     topic: &'static str,
     figures: &'static str,
     mut report: QuarterlyReport,
-) -> Result<QuarterlyReport, CoreError> {
+) -> Result<QuarterlyReport, Error> {
     let finding = ask(
         model,
         "You are a financial analyst. Answer in one sentence.",
@@ -94,7 +93,7 @@ async fn read_figures(
 async fn write_draft(
     model: Arc<dyn Llm>,
     mut report: QuarterlyReport,
-) -> Result<QuarterlyReport, CoreError> {
+) -> Result<QuarterlyReport, Error> {
     let findings: Vec<String> = report
         .findings
         .iter()
@@ -120,7 +119,7 @@ async fn write_draft(
 async fn review(
     model: Arc<dyn Llm>,
     mut report: QuarterlyReport,
-) -> Result<QuarterlyReport, CoreError> {
+) -> Result<QuarterlyReport, Error> {
     let reviewer = Agent::builder()
         .shared_model(model)
         .system("You review board reports: accurate, specific, five lines at most.")

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deepharness::agent::{AgentEvent, Toolbox};
-use deepharness::errors::CoreError;
 use deepharness::prelude::*;
 use deepharness::tools::McpServer;
 use futures_util::StreamExt as _;
@@ -99,7 +98,7 @@ fn server_command() -> Vec<String> {
 }
 
 fn config(message: String) -> Error {
-    Error::from(CoreError::configuration(message))
+    Error::configuration(message)
 }
 
 /// A few files to look at, in a fresh temporary directory.

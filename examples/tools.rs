@@ -87,7 +87,7 @@ async fn main() -> Result<(), deepharness::Error> {
             .await
         {
             Ok(text) => text,
-            Err(error) => error.tool_result_text(),
+            Err(error) => error.model_text(),
         };
         println!("{shown}\n  -> {result}");
     }

@@ -42,7 +42,7 @@
 //!
 //! | Python | Rust |
 //! | --- | --- |
-//! | `DeepHarnessError` | [`Error`] (each crate's error enum inside, `is_*` predicates through it) |
+//! | `DeepHarnessError` and its subclasses | [`Error`], one opaque type with a [`kind`](Error::kind) and `is_*` predicates, the error underneath kept as its source; [`errors::ToolError`] for what a tool returns |
 //! | `Finished`, `TextDelta`, `StepStarted`, ... at the root | variants of [`AgentEvent`] |
 //! | `agent.arun(...)` / `agent.run(...)` | `agent.run(...).await` / `agent.run_blocking(...)` |
 //! | `Agent(model, tools=..., ...)` | `Agent::builder().model(..).tool(..).build()?` |
@@ -55,13 +55,11 @@
 // Lets `#[tool]` name `::deepharness` inside this crate's own doctests.
 extern crate self as deepharness;
 
-mod error;
 pub mod guide;
 
-pub use error::Error;
 pub use harness_core::{
-    Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Llm, Message, TokenUsage, Tool,
-    Toolbox,
+    Agent, AgentEvent, AgentState, Budget, CompletionResponse, Ctx, Error, Llm, Message,
+    TokenUsage, Tool, Toolbox,
 };
 
 #[cfg(feature = "macros")]
@@ -151,12 +149,13 @@ pub mod testing {
     pub use harness_core::testing::{FunctionModel, RequestRecord, ScriptedModel, TestModel};
 }
 
-/// Every error type. Only [`Error`] is re-exported at the root.
+/// Every error type. Only [`Error`] is re-exported at the root: every crate's failures
+/// convert into it, its [`ErrorKind`](errors::ErrorKind) says which family, and the types
+/// here are what [`Error::downcast_ref`] (or [`Error::provider`], [`Error::tool`]) reach.
 pub mod errors {
-    pub use crate::error::Error;
-    pub use harness_core::Error as CoreError;
     pub use harness_core::{
-        PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, RunFailure,
+        Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
+        ToolError, ToolErrorKind,
     };
     #[cfg(feature = "graph")]
     pub use harness_graph::GraphError;

@@ -8,8 +8,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use crate::error::{Error, Result};
+pub use crate::error::ToolError;
 pub use crate::tool::{Ctx, ParametersBuilder, Tool, ToolSpec};
+
+/// What a generated tool's code returns: a result the model reads, or a [`ToolError`].
+pub type Result<T> = std::result::Result<T, ToolError>;
 pub use async_trait::async_trait;
 pub use serde;
 pub use serde_json;
@@ -21,10 +24,8 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T
         Value::Null => Value::Object(serde_json::Map::new()),
         other => other,
     };
-    serde_json::from_value(arguments).map_err(|e| Error::InvalidArguments {
-        tool: tool.to_owned(),
-        message: e.to_string(),
-    })
+    serde_json::from_value(arguments)
+        .map_err(|e| ToolError::invalid_arguments(e.to_string()).for_tool(tool))
 }
 
 /// Runs a sync tool body on tokio's blocking pool, so a blocking tool never stalls the
@@ -38,7 +39,7 @@ where
             Ok(result) => result,
             Err(join) => Err(match join.try_into_panic() {
                 Ok(payload) => crate::tool::panicked(tool, payload.as_ref()),
-                Err(_) => Error::tool_failed(tool, "the tool was cancelled"),
+                Err(_) => ToolError::failed("the tool was cancelled").for_tool(tool),
             }),
         },
         Err(_) => body(),
@@ -83,13 +84,12 @@ pub trait RenderSerialize {
 impl<T: Serialize> RenderSerialize for Render<T> {
     fn render(&self) -> Result<String> {
         serde_json::to_string(&self.0)
-            .map_err(|e| Error::configuration(format!("cannot render the tool's result: {e}")))
+            .map_err(|e| ToolError::failed(format!("cannot render the tool's result: {e}")))
     }
 }
 
-/// Wraps a tool's error so a harness-core [`Error`] keeps its kind (a
-/// `HumanInputRequired` must still pause the run) and anything else `Display` becomes
-/// [`Error::ToolFailed`] with its text.
+/// Wraps a tool's error so a [`ToolError`] keeps its kind (a question must still pause the
+/// run) and anything else `Display` becomes a failed call with its text.
 pub struct Failure<E>(pub Cell<Option<E>>, pub &'static str);
 
 impl<E> Failure<E> {
@@ -99,17 +99,18 @@ impl<E> Failure<E> {
     }
 }
 
-/// Conversion of a harness-core error: kept as it is.
+/// Conversion of a [`ToolError`]: kept as it is.
 pub trait FailureCore {
     /// The error as the toolbox reports it.
-    fn take_error(&self) -> Error;
+    fn take_error(&self) -> ToolError;
 }
 
-impl FailureCore for &Failure<Error> {
-    fn take_error(&self) -> Error {
+impl FailureCore for &Failure<ToolError> {
+    fn take_error(&self) -> ToolError {
         self.0
             .take()
-            .unwrap_or_else(|| Error::tool_failed(self.1, "the error was already taken"))
+            .unwrap_or_else(|| ToolError::failed("the error was already taken"))
+            .for_tool(self.1)
     }
 }
 
@@ -117,14 +118,14 @@ impl FailureCore for &Failure<Error> {
 /// `anyhow::Error` keeps its chain of causes).
 pub trait FailureDisplay {
     /// The error as the toolbox reports it.
-    fn take_error(&self) -> Error;
+    fn take_error(&self) -> ToolError;
 }
 
 impl<E: Display> FailureDisplay for Failure<E> {
-    fn take_error(&self) -> Error {
+    fn take_error(&self) -> ToolError {
         match self.0.take() {
-            Some(e) => Error::tool_failed(self.1, format!("{e:#}")),
-            None => Error::tool_failed(self.1, "the error was already taken"),
+            Some(e) => ToolError::failed(format!("{e:#}")).for_tool(self.1),
+            None => ToolError::failed("the error was already taken").for_tool(self.1),
         }
     }
 }

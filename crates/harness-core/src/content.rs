@@ -177,8 +177,8 @@ impl Image {
     /// jpeg, gif, webp, pdf).
     ///
     /// # Errors
-    /// [`Error::Configuration`] for an unknown suffix, [`Error::Io`] when the file cannot be
-    /// read.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error for an unknown suffix, an
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) error when the file cannot be read.
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let media_type = media_type_for(path)?;
@@ -303,8 +303,8 @@ impl Document {
     /// its file name as the document's name.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for an unknown suffix, [`Error::Io`] when the file cannot be
-    /// read.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error for an unknown suffix, an
+    /// [`ErrorKind::Io`](crate::ErrorKind::Io) error when the file cannot be read.
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let media_type = media_type_for(path)?;
@@ -324,8 +324,8 @@ impl Document {
 /// The media type a file's suffix stands for, compared without regard to case.
 ///
 /// # Errors
-/// [`Error::Configuration`] naming the file when the suffix is not one of png, jpg, jpeg,
-/// gif, webp or pdf.
+/// A [`Configuration`](crate::ErrorKind::Configuration) error naming the file when the suffix is
+/// not one of png, jpg, jpeg, gif, webp or pdf.
 pub fn media_type_for(path: &Path) -> Result<&'static str> {
     let suffix = path
         .extension()
@@ -352,10 +352,7 @@ fn encode(bytes: &[u8]) -> String {
 }
 
 fn read_base64(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| Error::io(path, source))?;
     Ok(encode(&bytes))
 }
 
@@ -369,7 +366,8 @@ fn data_url(media_type: &str, data: &str) -> String {
 /// that block; a list gives its blocks, each a string or a block object.
 ///
 /// # Errors
-/// [`Error::Configuration`] for an unknown `type`, or a block whose fields do not fit.
+/// A [`Configuration`](crate::ErrorKind::Configuration) error for an unknown `type`, or a block
+/// whose fields do not fit.
 pub fn parse_blocks(content: &Value) -> Result<Vec<Block>> {
     match content {
         Value::Null => Ok(Vec::new()),
@@ -564,7 +562,7 @@ mod tests {
         assert_eq!(doc.map(|d| d.data).as_deref(), Some("JVBERg=="));
 
         let missing = Image::from_path(dir.join("missing.png")).err();
-        assert!(matches!(missing, Some(Error::Io { .. })));
+        assert!(missing.is_some_and(|e| e.kind() == crate::ErrorKind::Io));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -1,242 +1,467 @@
-//! The error type of harness-core.
+//! The errors of deepharness, in families.
 //!
-//! One enum for the whole crate, so a caller matches on a kind instead of juggling types, and
-//! `is_*` predicates for the kinds callers usually branch on. Every message says what went
-//! wrong and, where there is one, what to do about it.
+//! - [`ToolError`]: what a tool returns and what the model reads as the call's result (a
+//!   failure, arguments that do not fit, a refusal, an unknown tool, a question for a
+//!   human). A run goes on after one; a question pauses it.
+//! - Run limits and pauses are not errors at all: a run ends `Ok`, with its
+//!   [`StopReason`](crate::StopReason).
+//! - [`Error`]: everything else, one opaque type for every crate of the workspace (a kind,
+//!   a message that says what went wrong and what to do, the source kept, and for an error
+//!   that ended a run, the run so far), read through predicates and accessors, as
+//!   `reqwest::Error` is.
+//! - [`ProviderError`]: a model vendor's failure, kept whole inside an [`Error`] of kind
+//!   [`ErrorKind::Provider`].
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
-/// Everything that can go wrong in harness-core.
-///
-/// Errors raised *by a tool* (a failure, a refusal, a question for a human) travel through
-/// this type too, because the agent loop hands them back to the model as the call's result
-/// rather than ending the run.
-#[derive(Debug, thiserror::Error)]
+/// A source error kept inside another.
+type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What kind of failure an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Error {
-    /// Something was built or used the wrong way: a bad argument, a name collision, an
+pub enum ErrorKind {
+    /// Something was built or used the wrong way: a bad setting, a name collision, an
     /// unknown field. The message names the problem and the fix.
-    #[error("{0}")]
-    Configuration(String),
-
-    /// [`Toolbox::get`](crate::Toolbox::get) or [`Toolbox::call`](crate::Toolbox::call)
-    /// was asked for a name nothing is registered under.
-    #[error("{}", unknown_tool_message(.name, .available))]
-    ToolNotFound {
-        /// The name that was asked for.
-        name: String,
-        /// The names that are registered, in registration order.
-        available: Vec<String>,
-    },
-
-    /// The toolbox's approval callback refused a gated call.
-    #[error("call to '{name}' was not approved")]
-    ToolDenied {
-        /// The tool that was refused.
-        name: String,
-        /// The arguments the call would have run with.
-        arguments: Value,
-    },
-
-    /// A tool needs a human's answer before it can produce a result. The agent pauses the
-    /// run; the human's answer becomes the call's result.
-    #[error("{question}")]
-    HumanInputRequired {
-        /// What the tool wants to know.
-        question: String,
-    },
-
-    /// The model sent arguments that do not fit the tool's parameters.
-    #[error("invalid arguments for tool '{tool}': {message}")]
-    InvalidArguments {
-        /// The tool that was called.
-        tool: String,
-        /// What did not fit, as the deserialiser reported it.
-        message: String,
-    },
-
-    /// A tool ran and failed (it returned `Err`, or panicked).
-    #[error("tool '{tool}' failed: {message}")]
-    ToolFailed {
-        /// The tool that failed.
-        tool: String,
-        /// The tool's own error message.
-        message: String,
-    },
-
-    /// A structured answer did not fit the requested type. The message lists every bad
-    /// field, joined with `; `.
-    #[error("{0}")]
-    OutputValidation(String),
-
-    /// A model provider failed: an HTTP error that survived the retries, or a response the
-    /// provider could not read.
-    #[error(transparent)]
-    Provider(#[from] ProviderError),
-
-    /// A run ended on an error after it had begun (a provider failure that survived its
-    /// retries, a stream that broke off, ...): the error, and the run so far, so nothing of
-    /// the transcript is lost. Displays as the error inside; the `is_*` predicates and
-    /// [`Error::provider`] look through it. Run the [`state`](Error::state) again to
-    /// continue: tools whose results are already in the transcript are not run again.
-    #[error(transparent)]
-    RunFailed(Box<RunFailure>),
-
-    /// A file could not be read (for example by [`Image::from_path`](crate::Image::from_path)).
-    #[error("cannot read {}: {source}", .path.display())]
-    Io {
-        /// The file that was asked for.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
+    Configuration,
+    /// A model provider failed: see [`Error::provider`].
+    Provider,
+    /// A tool failed where no model reads the failure (a [`Toolbox`](crate::Toolbox) call
+    /// outside a run): see [`Error::tool`].
+    Tool,
+    /// A structured answer did not fit the type asked for, or there was none to read.
+    Output,
+    /// A file could not be read or written.
+    Io,
+    /// A workspace refused a path or an operation (harness-tools).
+    Workspace,
+    /// An MCP server failed (harness-tools): downcast the source to its `McpError`.
+    Mcp,
+    /// A graph failed to build or run (harness-graph): downcast the source to its
+    /// `GraphError`.
+    Graph,
 }
 
-fn unknown_tool_message(name: &str, available: &[String]) -> String {
-    if available.is_empty() {
-        format!("Unknown tool: {name}. No tools are registered.")
-    } else {
-        format!(
-            "Unknown tool: {name}. Registered tools: {}.",
-            available.join(", ")
-        )
+impl ErrorKind {
+    /// A short name: `configuration`, `provider`, `tool`, `output`, `io`, `workspace`, `mcp`
+    /// or `graph`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Configuration => "configuration",
+            Self::Provider => "provider",
+            Self::Tool => "tool",
+            Self::Output => "output",
+            Self::Io => "io",
+            Self::Workspace => "workspace",
+            Self::Mcp => "mcp",
+            Self::Graph => "graph",
+        }
     }
 }
 
-/// What [`Error::RunFailed`] carries: the error that ended a run, and the run so far.
-#[derive(Debug)]
-pub struct RunFailure {
-    /// What ended the run.
-    pub error: Error,
-    /// The run so far: every message up to the failure, the usage, and the stop reason
-    /// `Unfinished`. Passing it back to `Agent::run` continues the run.
-    pub state: crate::agent::AgentState,
-}
-
-impl fmt::Display for RunFailure {
+impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.error.fmt(f)
+        f.write_str(self.as_str())
     }
 }
 
-impl std::error::Error for RunFailure {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.error)
-    }
+/// An error of deepharness: opaque, read through its kind, its predicates and accessors.
+///
+/// It displays as what went wrong and what to do; [`source`](std::error::Error::source)
+/// gives the error underneath, kept whole (a `reqwest::Error` inside a provider failure, an
+/// `McpError`, a `GraphError`), and [`Error::downcast_ref`] reaches it. An error that ended
+/// a run after it began carries the run so far ([`Error::state`]): run it again to continue.
+///
+/// ```
+/// use harness_core::{Error, ErrorKind, ProviderError};
+///
+/// let err: Error = ProviderError::new("openai", "rate limited").with_status(429).into();
+/// assert!(err.is_provider() && !err.is_timeout());
+/// assert_eq!(err.kind(), ErrorKind::Provider);
+/// assert_eq!(err.status(), Some(429));
+/// assert_eq!(err.to_string(), "openai request failed with HTTP 429: rate limited");
+/// ```
+pub struct Error(Box<Inner>);
+
+struct Inner {
+    kind: ErrorKind,
+    message: String,
+    source: Option<Source>,
+    timeout: bool,
+    connect: bool,
+    state: Option<crate::agent::AgentState>,
 }
 
 impl Error {
-    /// The error itself, looking through [`Error::RunFailed`]: what the predicates ask.
-    fn kind(&self) -> &Self {
-        match self {
-            Self::RunFailed(failure) => failure.error.kind(),
-            other => other,
-        }
-    }
-
-    /// Wraps `self` with the run so far, unless it already carries a state.
-    pub(crate) fn with_state(self, state: impl FnOnce() -> crate::agent::AgentState) -> Self {
-        match self {
-            Self::RunFailed(_) => self,
-            error => Self::RunFailed(Box::new(RunFailure {
-                error,
-                state: state(),
-            })),
-        }
-    }
-
-    /// A [`Error::Configuration`] with the given message.
-    pub fn configuration(message: impl Into<String>) -> Self {
-        Self::Configuration(message.into())
-    }
-
-    /// A [`Error::HumanInputRequired`]: return it from a tool to pause the run and ask a
-    /// human `question`.
-    ///
-    /// ```
-    /// use harness_core::{tool, Error};
-    ///
-    /// /// Ask the operator something.
-    /// #[tool]
-    /// fn confirm(question: String) -> Result<String, Error> {
-    ///     Err(Error::human_input(question))
-    /// }
-    /// ```
-    pub fn human_input(question: impl Into<String>) -> Self {
-        Self::HumanInputRequired {
-            question: question.into(),
-        }
-    }
-
-    /// A [`Error::ToolFailed`] for `tool` with `message`.
-    pub fn tool_failed(tool: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::ToolFailed {
-            tool: tool.into(),
+    /// An error of `kind` that says `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self(Box::new(Inner {
+            kind,
             message: message.into(),
-        }
+            source: None,
+            timeout: false,
+            connect: false,
+            state: None,
+        }))
     }
 
-    /// True for [`Error::Configuration`].
+    /// An error of `kind` standing for `source`: it displays as the source does and keeps it.
+    pub fn from_source(
+        kind: ErrorKind,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        let message = source.to_string();
+        Self::new(kind, message).with_source(source)
+    }
+
+    /// A [`ErrorKind::Configuration`] error.
+    pub fn configuration(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Configuration, message)
+    }
+
+    /// Keeps `source` as the error underneath this one.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.0.source = Some(Box::new(source));
+        self
+    }
+
+    /// Marks the error as a timeout: nothing arrived in time (see [`Error::is_timeout`]).
+    #[must_use]
+    pub fn timed_out(mut self) -> Self {
+        self.0.timeout = true;
+        self
+    }
+
+    /// Marks the error as a connection that could not be opened (see
+    /// [`Error::is_connect`]).
+    #[must_use]
+    pub fn connect_failed(mut self) -> Self {
+        self.0.connect = true;
+        self
+    }
+
+    /// Adds the run so far, unless the error already carries one.
+    #[must_use]
+    pub fn with_state(mut self, state: impl FnOnce() -> crate::agent::AgentState) -> Self {
+        if self.0.state.is_none() {
+            self.0.state = Some(state());
+        }
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
+    }
+
+    /// True for [`ErrorKind::Configuration`].
     pub fn is_configuration(&self) -> bool {
-        matches!(self.kind(), Self::Configuration(_))
+        self.0.kind == ErrorKind::Configuration
     }
 
-    /// True for [`Error::ToolNotFound`].
-    pub fn is_tool_not_found(&self) -> bool {
-        matches!(self.kind(), Self::ToolNotFound { .. })
+    /// True for a model provider's failure ([`ErrorKind::Provider`]).
+    pub fn is_provider(&self) -> bool {
+        self.0.kind == ErrorKind::Provider
     }
 
-    /// True for [`Error::ToolDenied`].
-    pub fn is_tool_denied(&self) -> bool {
-        matches!(self.kind(), Self::ToolDenied { .. })
+    /// True when nothing arrived in time: a request's or a stream's timeout, an MCP server
+    /// that did not answer. Worth retrying later.
+    pub fn is_timeout(&self) -> bool {
+        self.0.timeout
     }
 
-    /// True for [`Error::HumanInputRequired`].
-    pub fn is_human_input_required(&self) -> bool {
-        matches!(self.kind(), Self::HumanInputRequired { .. })
+    /// True when a connection could not be opened (a server down, a wrong address).
+    pub fn is_connect(&self) -> bool {
+        self.0.connect
     }
 
-    /// The run so far, for an error that ended a run ([`Error::RunFailed`]): run it again
-    /// to continue.
+    /// The HTTP status a provider answered with, when that is what failed.
+    pub fn status(&self) -> Option<u16> {
+        self.provider().and_then(ProviderError::status)
+    }
+
+    /// How long the provider asked to wait before trying again (`Retry-After`), when it
+    /// said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.provider().and_then(ProviderError::retry_after)
+    }
+
+    /// The provider's failure, for an [`ErrorKind::Provider`] error.
+    pub fn provider(&self) -> Option<&ProviderError> {
+        self.downcast_ref()
+    }
+
+    /// The tool's failure, for an [`ErrorKind::Tool`] error.
+    pub fn tool(&self) -> Option<&ToolError> {
+        self.downcast_ref()
+    }
+
+    /// The error underneath, as a `T`, when it is one (an `McpError`, a `GraphError`, a
+    /// `reqwest::Error`...).
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.source.as_deref().and_then(|s| s.downcast_ref())
+    }
+
+    /// The run so far, for an error that ended a run after it began: every message up to
+    /// the failure, its usage, stop reason `Unfinished`. Running it again continues the run;
+    /// a tool whose result is already in the transcript does not run again.
     pub fn state(&self) -> Option<&crate::agent::AgentState> {
-        match self {
-            Self::RunFailed(failure) => Some(&failure.state),
-            _ => None,
-        }
+        self.0.state.as_ref()
     }
 
     /// The run so far, owned (see [`Error::state`]).
     pub fn into_state(self) -> Option<crate::agent::AgentState> {
-        match self {
-            Self::RunFailed(failure) => Some(failure.state),
-            _ => None,
-        }
+        self.0.state
     }
 
-    /// The vendor's failure, when this is (or a failed run ended on) [`Error::Provider`].
-    pub fn provider(&self) -> Option<&ProviderError> {
-        match self.kind() {
-            Self::Provider(provider) => Some(provider),
-            _ => None,
+    /// A [`ErrorKind::Io`] error reading or writing `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        Self::new(ErrorKind::Io, format!("{}: {source}", path.display())).with_source(source)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.0.kind)
+            .field("message", &self.0.message);
+        if let Some(source) = &self.0.source {
+            d.field("source", source);
         }
+        if self.0.timeout {
+            d.field("timeout", &true);
+        }
+        if self.0.state.is_some() {
+            d.field("has_state", &true);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<ProviderError> for Error {
+    fn from(error: ProviderError) -> Self {
+        let timeout = error.kind() == ProviderErrorKind::Timeout;
+        let connect = error.kind() == ProviderErrorKind::Connect;
+        let mut wrapped = Self::from_source(ErrorKind::Provider, error);
+        wrapped.0.timeout = timeout;
+        wrapped.0.connect = connect;
+        wrapped
+    }
+}
+
+impl From<ToolError> for Error {
+    fn from(error: ToolError) -> Self {
+        Self::from_source(ErrorKind::Tool, error)
+    }
+}
+
+/// What kind of failure a [`ToolError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// No tool is registered under the name called.
+    NotFound,
+    /// The arguments do not fit the tool's parameters.
+    InvalidArguments,
+    /// The call was refused (the approval callback said no).
+    Denied,
+    /// The tool ran and failed (it returned an error, or panicked).
+    Failed,
+    /// The tool needs a human's answer before it can produce a result: the run pauses and
+    /// the answer becomes the call's result.
+    NeedsHuman,
+}
+
+/// What a tool returns when it does not produce a result, and what the model then reads
+/// as the call's result ([`ToolError::model_text`]): a run goes on after one, except
+/// [`ToolErrorKind::NeedsHuman`], which pauses it.
+///
+/// ```
+/// use harness_core::{tool, ToolError};
+///
+/// /// Book a flight.
+/// #[tool]
+/// fn book(to: String) -> Result<String, ToolError> {
+///     if to.is_empty() {
+///         return Err(ToolError::invalid_arguments("`to` must name a city"));
+///     }
+///     Err(ToolError::needs_human(format!("Book the 06:10 to {to}?")))
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolError(Box<ToolInner>);
+
+// Boxed so that a `Result<_, ToolError>` stays one pointer wide on its error side.
+#[derive(Debug, Clone)]
+struct ToolInner {
+    kind: ToolErrorKind,
+    tool: Option<String>,
+    message: String,
+    arguments: Option<Value>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl ToolError {
+    fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self(Box::new(ToolInner {
+            kind,
+            tool: None,
+            message: message.into(),
+            arguments: None,
+            source: None,
+        }))
     }
 
-    /// True for [`Error::Provider`].
-    pub fn is_provider(&self) -> bool {
-        matches!(self.kind(), Self::Provider(_))
+    /// The tool ran and failed, saying `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Failed, message)
     }
 
-    /// The text a model reads when this error is a tool call's result: `Error: ` and the
-    /// error's own message, without the "tool 'x' failed" wrapper the model already knows.
-    pub fn tool_result_text(&self) -> String {
-        match self.kind() {
-            Self::ToolFailed { message, .. } => format!("Error: {message}"),
-            other => format!("Error: {other}"),
+    /// The arguments do not fit; `message` says how.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArguments, message)
+    }
+
+    /// The tool asks a human `question`: inside a run the run pauses, and the answer
+    /// becomes the call's result.
+    pub fn needs_human(question: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::NeedsHuman, question)
+    }
+
+    /// The call of `tool` with `arguments` was refused.
+    pub fn denied(tool: impl Into<String>, arguments: Value) -> Self {
+        let tool = tool.into();
+        let mut error = Self::new(
+            ToolErrorKind::Denied,
+            format!("call to '{tool}' was not approved"),
+        );
+        error.0.tool = Some(tool);
+        error.0.arguments = Some(arguments);
+        error
+    }
+
+    /// No tool is registered as `name`; `available` are the names that are.
+    pub fn not_found(name: &str, available: &[&str]) -> Self {
+        let message = if available.is_empty() {
+            format!("Unknown tool: {name}. No tools are registered.")
+        } else {
+            format!(
+                "Unknown tool: {name}. Registered tools: {}.",
+                available.join(", ")
+            )
+        };
+        let mut error = Self::new(ToolErrorKind::NotFound, message);
+        error.0.tool = Some(name.to_owned());
+        error
+    }
+
+    /// Keeps `source` as the error underneath (a library error a tool met, say).
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.0.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Names the tool that failed, unless it is named already.
+    #[must_use]
+    pub fn for_tool(mut self, tool: &str) -> Self {
+        if self.0.tool.is_none() {
+            self.0.tool = Some(tool.to_owned());
         }
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ToolErrorKind {
+        self.0.kind
+    }
+
+    /// The tool, when known.
+    pub fn tool(&self) -> Option<&str> {
+        self.0.tool.as_deref()
+    }
+
+    /// The message: for a [`ToolErrorKind::NeedsHuman`] error, the question.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The arguments of a refused call.
+    pub fn arguments(&self) -> Option<&Value> {
+        self.0.arguments.as_ref()
+    }
+
+    /// True for [`ToolErrorKind::NeedsHuman`].
+    pub fn is_needs_human(&self) -> bool {
+        self.0.kind == ToolErrorKind::NeedsHuman
+    }
+
+    /// True for [`ToolErrorKind::Denied`].
+    pub fn is_denied(&self) -> bool {
+        self.0.kind == ToolErrorKind::Denied
+    }
+
+    /// True for [`ToolErrorKind::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        self.0.kind == ToolErrorKind::NotFound
+    }
+
+    /// The text a model reads as the call's result: `Error: ` and what went wrong.
+    pub fn model_text(&self) -> String {
+        match (self.0.kind, self.0.tool.as_deref()) {
+            (ToolErrorKind::InvalidArguments, Some(tool)) => {
+                format!(
+                    "Error: invalid arguments for tool '{tool}': {}",
+                    self.0.message
+                )
+            }
+            _ => format!("Error: {}", self.0.message),
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0.kind, self.0.tool.as_deref()) {
+            (ToolErrorKind::InvalidArguments, Some(tool)) => {
+                write!(f, "invalid arguments for tool '{tool}': {}", self.0.message)
+            }
+            (ToolErrorKind::Failed, Some(tool)) => {
+                write!(f, "tool '{tool}' failed: {}", self.0.message)
+            }
+            _ => f.write_str(&self.0.message),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -247,7 +472,9 @@ impl Error {
 pub enum ProviderErrorKind {
     /// The vendor answered with an HTTP error status (see [`ProviderError::status`]).
     Status,
-    /// The connection could not be opened, or broke (before or during a stream).
+    /// The connection could not be opened.
+    Connect,
+    /// The connection broke (before or during a stream).
     Transport,
     /// Nothing arrived in time: the request's timeout, a stream's idle timeout (no byte for
     /// too long) or its total timeout.
@@ -269,8 +496,8 @@ pub enum ProviderErrorKind {
 ///
 /// Built by the providers (harness-providers) and by custom [`Llm`](crate::Llm)
 /// implementations; read with the accessors. The body excerpt is bounded so a huge HTML
-/// error page cannot flood a log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// error page cannot flood a log; the transport's own error is kept as the source.
+#[derive(Debug, Clone)]
 pub struct ProviderError {
     provider: String,
     message: String,
@@ -278,6 +505,8 @@ pub struct ProviderError {
     status: Option<u16>,
     error_type: Option<String>,
     body: Option<String>,
+    retry_after: Option<Duration>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// How much of a vendor's error body a [`ProviderError`] keeps, in characters.
@@ -293,10 +522,13 @@ impl ProviderError {
             status: None,
             error_type: None,
             body: None,
+            retry_after: None,
+            source: None,
         }
     }
 
     /// Says what kind of failure this is.
+    #[must_use]
     pub fn with_kind(mut self, kind: ProviderErrorKind) -> Self {
         self.kind = kind;
         self
@@ -304,6 +536,7 @@ impl ProviderError {
 
     /// Records the HTTP status the vendor answered with (and, unless a kind was given, makes
     /// this a [`ProviderErrorKind::Status`] failure).
+    #[must_use]
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         if self.kind == ProviderErrorKind::Other {
@@ -313,18 +546,41 @@ impl ProviderError {
     }
 
     /// Records the vendor's own error type (for example `"rate_limit_error"`).
+    #[must_use]
     pub fn with_error_type(mut self, error_type: impl Into<String>) -> Self {
         self.error_type = Some(error_type.into());
         self
     }
 
     /// Keeps an excerpt of the response body, cut to [`PROVIDER_BODY_EXCERPT_CHARS`].
+    #[must_use]
     pub fn with_body(mut self, body: &str) -> Self {
         let mut excerpt: String = body.chars().take(PROVIDER_BODY_EXCERPT_CHARS).collect();
         if excerpt.len() < body.len() {
             excerpt.push_str("...");
         }
         self.body = Some(excerpt);
+        self
+    }
+
+    /// Records how long the vendor asked to wait before trying again (`Retry-After`).
+    #[must_use]
+    pub fn with_retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+
+    /// Keeps the error underneath (the HTTP client's, say) whole.
+    #[must_use]
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Names the provider: a wrapper or a shared reader names the vendor it serves.
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = provider.into();
         self
     }
 
@@ -364,11 +620,42 @@ impl ProviderError {
         self.body.as_deref()
     }
 
+    /// How long the vendor asked to wait before trying again, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
     /// True when the vendor answered with an HTTP status.
     pub fn is_status(&self) -> bool {
         self.status.is_some()
     }
 }
+
+/// Two provider errors are equal when they say the same: the source underneath is not
+/// compared.
+impl PartialEq for ProviderError {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.provider,
+            &self.message,
+            self.kind,
+            self.status,
+            &self.error_type,
+            &self.body,
+            self.retry_after,
+        ) == (
+            &other.provider,
+            &other.message,
+            other.kind,
+            other.status,
+            &other.error_type,
+            &other.body,
+            other.retry_after,
+        )
+    }
+}
+
+impl Eq for ProviderError {}
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -383,7 +670,13 @@ impl fmt::Display for ProviderError {
     }
 }
 
-impl std::error::Error for ProviderError {}
+impl std::error::Error for ProviderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A shorthand for `Result<T, harness_core::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -394,24 +687,28 @@ mod tests {
 
     #[test]
     fn unknown_tool_lists_what_is_registered() {
-        let err = Error::ToolNotFound {
-            name: "serch".into(),
-            available: vec!["search".into(), "read".into()],
-        };
+        let err = ToolError::not_found("serch", &["search", "read"]);
         assert_eq!(
             err.to_string(),
             "Unknown tool: serch. Registered tools: search, read."
         );
-        assert!(err.is_tool_not_found());
+        assert!(err.is_not_found());
+        assert_eq!(
+            err.model_text(),
+            "Error: Unknown tool: serch. Registered tools: search, read."
+        );
     }
 
     #[test]
-    fn provider_error_keeps_status_type_and_a_bounded_body() {
+    fn provider_error_keeps_status_type_a_bounded_body_and_its_source() {
         let body = "x".repeat(PROVIDER_BODY_EXCERPT_CHARS + 10);
+        let io = std::io::Error::other("connection reset");
         let err = ProviderError::new("openai", "rate limited")
             .with_status(429)
             .with_error_type("rate_limit_error")
-            .with_body(&body);
+            .with_retry_after(Duration::from_secs(7))
+            .with_body(&body)
+            .with_source(io);
         assert_eq!(
             err.to_string(),
             "openai request failed with HTTP 429 (rate_limit_error): rate limited"
@@ -420,20 +717,42 @@ mod tests {
             err.body().map(str::len),
             Some(PROVIDER_BODY_EXCERPT_CHARS + 3)
         );
-        assert!(Error::from(err).is_provider());
+        let wrapped = Error::from(err);
+        assert!(wrapped.is_provider());
+        assert_eq!(wrapped.status(), Some(429));
+        assert_eq!(wrapped.retry_after(), Some(Duration::from_secs(7)));
+        // The chain: Error -> ProviderError -> io::Error.
+        let provider = std::error::Error::source(&wrapped).unwrap();
+        let io = provider.source().unwrap();
+        assert_eq!(io.to_string(), "connection reset");
     }
 
     #[test]
-    fn tool_result_text_drops_the_wrapper() {
-        let err = Error::tool_failed("book", "airline API timed out");
-        assert_eq!(err.tool_result_text(), "Error: airline API timed out");
-        let denied = Error::ToolDenied {
-            name: "wire".into(),
-            arguments: Value::Null,
-        };
+    fn timeouts_and_connection_failures_are_flagged() {
+        let timeout: Error = ProviderError::new("x", "slow")
+            .with_kind(ProviderErrorKind::Timeout)
+            .into();
+        assert!(timeout.is_timeout() && !timeout.is_connect());
+        let refused: Error = ProviderError::new("x", "refused")
+            .with_kind(ProviderErrorKind::Connect)
+            .into();
+        assert!(refused.is_connect() && !refused.is_timeout());
+    }
+
+    #[test]
+    fn the_model_reads_a_tool_error_without_the_wrapper() {
+        let err = ToolError::failed("airline API timed out").for_tool("book");
+        assert_eq!(err.to_string(), "tool 'book' failed: airline API timed out");
+        assert_eq!(err.model_text(), "Error: airline API timed out");
+        let denied = ToolError::denied("wire", Value::Null);
         assert_eq!(
-            denied.tool_result_text(),
+            denied.model_text(),
             "Error: call to 'wire' was not approved"
+        );
+        let bad = ToolError::invalid_arguments("missing field `a`").for_tool("add");
+        assert_eq!(
+            bad.model_text(),
+            "Error: invalid arguments for tool 'add': missing field `a`"
         );
     }
 }

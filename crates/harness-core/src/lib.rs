@@ -65,7 +65,8 @@ pub mod __private;
 pub use agent::{Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunInput, StopReason};
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
 pub use error::{
-    Error, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result, RunFailure,
+    Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
+    ToolError, ToolErrorKind,
 };
 pub use llm::{BoxStream, Llm, LlmEvent, replay};
 pub use message::{Content, Message, Role, ToolCall};

@@ -226,7 +226,7 @@ mod tests {
         let events: Vec<Result<LlmEvent>> =
             block_on(Failing.stream_events(Request::new(&[])).collect());
         assert_eq!(events.len(), 1);
-        assert!(matches!(events[0], Err(Error::Configuration(_))));
+        assert!(events[0].as_ref().is_err_and(Error::is_configuration));
         assert_eq!(Failing.name(), "llm");
     }
 }

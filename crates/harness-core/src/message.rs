@@ -378,7 +378,7 @@ impl Message {
     /// Reads a message from its neutral JSON form.
     ///
     /// # Errors
-    /// [`Error::Configuration`](crate::Error::Configuration) naming what does not fit: an
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error naming what does not fit: an
     /// unknown role, an unknown block type, a malformed tool call.
     pub fn from_value(value: Value) -> crate::Result<Self> {
         serde_json::from_value(value)

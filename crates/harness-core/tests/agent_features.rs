@@ -14,7 +14,9 @@ use harness_core::agent::{
     StopReason,
 };
 use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
-use harness_core::{CompletionResponse, Ctx, Error, Message, ToolCall, Toolbox, tool};
+use harness_core::{
+    CompletionResponse, Ctx, ErrorKind, Message, ToolCall, ToolError, Toolbox, tool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -96,7 +98,7 @@ async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() 
     let state = agent.run("Weather in Oslo?").await.unwrap();
     assert_eq!(state.stop_reason, StopReason::StepBudget);
     let error = state.output_as::<Weather>().unwrap_err();
-    assert!(matches!(error, Error::OutputValidation(_)));
+    assert_eq!(error.kind(), ErrorKind::Output);
     let message = error.to_string();
     assert!(
         message.contains("there is no answer to read as")
@@ -334,8 +336,8 @@ async fn an_approval_callback_decides_during_the_run_instead_of_pausing() {
 
 /// Ask the operator something.
 #[tool]
-fn confirm(question: String) -> Result<String, Error> {
-    Err(Error::human_input(question))
+fn confirm(question: String) -> Result<String, ToolError> {
+    Err(ToolError::needs_human(question))
 }
 
 #[tokio::test]
@@ -536,7 +538,7 @@ async fn a_sub_agent_that_does_not_answer_is_a_failed_call() {
     .await
     .unwrap_err();
     assert_eq!(
-        err.tool_result_text(),
+        err.model_text(),
         "Error: the quitter agent stopped without an answer (step_budget)"
     );
 }

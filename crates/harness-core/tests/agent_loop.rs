@@ -774,16 +774,12 @@ impl harness_core::agent::Middleware for Recorder {
     fn after_tool(
         &self,
         call: &ToolCall,
-        result: harness_core::Result<String>,
-    ) -> harness_core::Result<String> {
+        result: Result<String, harness_core::ToolError>,
+    ) -> Result<String, harness_core::ToolError> {
         match result {
             Err(e) => {
                 self.seen_failures.fetch_add(1, Ordering::SeqCst);
-                Ok(format!(
-                    "recovered from {}: {}",
-                    call.name,
-                    e.tool_result_text()
-                ))
+                Ok(format!("recovered from {}: {}", call.name, e.model_text()))
             }
             ok => ok,
         }

@@ -12,7 +12,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use harness_core::agent::{AgentState, PendingHumanInput, Rule, StopReason};
-use harness_core::{Block, Error, Image, Message, Thinking, TokenUsage, ToolCall, Toolbox, tool};
+use harness_core::{
+    Block, Image, Message, Thinking, TokenUsage, ToolCall, ToolErrorKind, Toolbox, tool,
+};
 use serde_json::{Map, Value, json};
 
 /// Runs `case` for every seeded case of `target`, naming the seed of the one that fails.
@@ -212,11 +214,11 @@ fn random_tool_arguments_are_read_or_refused_never_a_panic() {
         let result = runtime.block_on(toolbox.call("every_kind", arguments.clone()));
         match result {
             Ok(text) => assert_eq!(text.split('|').count(), 7, "{text}"),
-            // A bad argument is named; a panic inside the parser would be a ToolFailed.
-            Err(Error::InvalidArguments { tool, message }) => {
-                assert_eq!(tool, "every_kind");
-                assert!(!message.is_empty());
-                assert!(!valid, "valid arguments refused: {arguments} -> {message}");
+            // A bad argument is named; a panic inside the parser would be Failed.
+            Err(err) if err.kind() == ToolErrorKind::InvalidArguments => {
+                assert_eq!(err.tool(), Some("every_kind"));
+                assert!(!err.message().is_empty());
+                assert!(!valid, "valid arguments refused: {arguments} -> {err}");
             }
             Err(other) => panic!("{arguments} -> {other:?}"),
         }

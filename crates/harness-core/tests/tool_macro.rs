@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use harness_core::{Ctx, Error, Message, Tool, Toolbox, tool};
+use harness_core::{Ctx, Message, Tool, ToolError, ToolErrorKind, Toolbox, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -374,7 +374,7 @@ async fn arguments_that_do_not_fit_name_the_problem() {
         .call(json!({"degrees": 1.0, "to": "kelvin"}), Ctx::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidArguments { .. }));
+    assert_eq!(err.kind(), ToolErrorKind::InvalidArguments);
     assert!(
         err.to_string()
             .contains("unknown variant `kelvin`, expected `c` or `f`"),
@@ -451,8 +451,8 @@ fn read_config(path: String) -> anyhow::Result<String> {
 
 /// Ask the operator something.
 #[tool]
-fn confirm(question: String) -> Result<String, Error> {
-    Err(Error::human_input(question))
+fn confirm(question: String) -> Result<String, ToolError> {
+    Err(ToolError::needs_human(question))
 }
 
 #[tokio::test]
@@ -462,12 +462,12 @@ async fn an_err_becomes_the_calls_error_with_its_text() {
         .await
         .unwrap_err();
     assert_eq!(err.to_string(), "tool 'book' failed: airline API timed out");
-    assert_eq!(err.tool_result_text(), "Error: airline API timed out");
+    assert_eq!(err.model_text(), "Error: airline API timed out");
     let err = ReadConfig
         .call(json!({"path": "a.toml"}), Ctx::new())
         .await
         .unwrap_err();
-    assert_eq!(err.tool_result_text(), "Error: reading a.toml: not found");
+    assert_eq!(err.model_text(), "Error: reading a.toml: not found");
 }
 
 #[tokio::test]
@@ -476,7 +476,7 @@ async fn a_harness_error_keeps_its_kind() {
         .call(json!({"question": "Proceed?"}), Ctx::new())
         .await
         .unwrap_err();
-    assert!(err.is_human_input_required());
+    assert!(err.is_needs_human());
     assert_eq!(err.to_string(), "Proceed?");
 }
 
@@ -574,10 +574,7 @@ async fn a_panicking_tool_is_a_failed_call_not_a_crash() {
         .build()
         .unwrap();
     let err = tools.call("explode", json!({})).await.unwrap_err();
-    assert_eq!(err.tool_result_text(), "Error: the tool panicked: kaboom");
+    assert_eq!(err.model_text(), "Error: the tool panicked: kaboom");
     let err = tools.call("explode_async", json!({})).await.unwrap_err();
-    assert_eq!(
-        err.tool_result_text(),
-        "Error: the tool panicked: async kaboom"
-    );
+    assert_eq!(err.model_text(), "Error: the tool panicked: async kaboom");
 }

@@ -56,11 +56,15 @@ impl GraphError {
     }
 }
 
+/// Kind [`Graph`](harness_core::ErrorKind::Graph)
+/// ([`Configuration`](harness_core::ErrorKind::Configuration) for a graph built wrong); the source
+/// is this error, reached with [`harness_core::Error::downcast_ref`].
 impl From<GraphError> for harness_core::Error {
     fn from(error: GraphError) -> Self {
-        match error {
-            GraphError::Configuration(message) => Self::Configuration(message),
-            other => Self::tool_failed("graph", other.to_string()),
-        }
+        let kind = match error {
+            GraphError::Configuration(_) => harness_core::ErrorKind::Configuration,
+            _ => harness_core::ErrorKind::Graph,
+        };
+        Self::from_source(kind, error)
     }
 }

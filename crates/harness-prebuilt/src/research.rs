@@ -187,8 +187,9 @@ impl DeepResearchBuilder {
     /// Checks the settings.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `max_sub_questions` or `n_parallel` below 1, or
-    /// `n_parallel` together with `sequential`, or two tools with one name.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_sub_questions` or
+    /// `n_parallel` below 1, or `n_parallel` together with `sequential`, or two tools with one
+    /// name.
     pub fn build(mut self) -> Result<DeepResearch> {
         for tool in self.extra_tools.drain(..) {
             self.research.tools.register_shared(tool)?;

@@ -167,8 +167,8 @@ impl AnthropicBuilder {
     /// The model.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for a `max_tokens` setting of 0, `max_concurrency` 0 or a
-    /// key that is not a valid header.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a `max_tokens` setting
+    /// of 0, `max_concurrency` 0 or a key that is not a valid header.
     pub fn build(self) -> Result<Anthropic> {
         if self.defaults.max_tokens == Some(0) {
             return Err(Error::configuration(
@@ -377,7 +377,8 @@ impl UsageParts {
 /// Reads a non-streamed Messages answer.
 ///
 /// # Errors
-/// [`Error::Provider`] naming what a required part of the answer lacks.
+/// A [`Provider`](harness_core::ErrorKind::Provider) error naming what a required part of the
+/// answer lacks.
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let content = required("Anthropic", answer, "content")?;
     let mut blocks = Vec::new();

@@ -78,7 +78,8 @@ const LOCAL: &[(Service, u16)] = &[
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
 ///
 /// # Errors
-/// [`Error::Configuration`] for an unknown provider or a string without a model.
+/// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an unknown provider or a
+/// string without a model.
 pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
     if spec.trim() == "test" {
         return Ok(Arc::new(TestModel::new()));
@@ -125,7 +126,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 /// 4. else the offline [`TestModel`], and the reason says so.
 ///
 /// # Errors
-/// [`Error::Configuration`] when `DEEPHARNESS_MODEL` is set but not usable.
+/// A [`Configuration`](harness_core::ErrorKind::Configuration) error when `DEEPHARNESS_MODEL` is
+/// set but not usable.
 pub fn model_from_env() -> Result<ModelChoice> {
     if let Some(spec) = env_nonempty("DEEPHARNESS_MODEL") {
         return Ok(ModelChoice {

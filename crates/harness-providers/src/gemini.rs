@@ -78,7 +78,8 @@ impl Gemini {
     /// tool calls; `parallel_tool_calls` is not sent.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for an image given only by URL.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an image given only by
+    /// URL.
     pub fn request_body(&self, request: &Request<'_>) -> Result<Value> {
         let settings = request.settings.over(&self.defaults);
         let tools = request.tools;
@@ -134,7 +135,8 @@ impl GeminiBuilder {
     /// The model.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `max_concurrency` 0 or a key that is not a valid header.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0 or
+    /// a key that is not a valid header.
     pub fn build(self) -> Result<Gemini> {
         let mut config = self.connection.config(
             "gemini",
@@ -417,7 +419,7 @@ fn read_parts(answer: &Value) -> Parts {
 /// Reads a non-streamed `generateContent` answer.
 ///
 /// # Errors
-/// [`Error::Provider`] when the answer has no `candidates` key.
+/// A [`Provider`](harness_core::ErrorKind::Provider) error when the answer has no `candidates` key.
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     if answer.get("promptFeedback").is_none() {
         required("Gemini", answer, "candidates")?;

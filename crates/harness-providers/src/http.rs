@@ -239,8 +239,8 @@ pub(crate) use connection_setters;
 
 /// A retrying JSON-over-HTTP client for one base URL.
 ///
-/// A failure that survives the retries is an [`Error::Provider`] keeping the HTTP status, the
-/// vendor's error type and message, and an excerpt of the body.
+/// A failure that survives the retries is a [`Provider`](harness_core::ErrorKind::Provider) error
+/// keeping the HTTP status, the vendor's error type and message, and an excerpt of the body.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
@@ -259,8 +259,8 @@ impl HttpClient {
     /// Builds a client.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `max_concurrency` 0, `retry.attempts` 0, a header that
-    /// is not valid in HTTP, or a TLS setup failure.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0,
+    /// `retry.attempts` 0, a header that is not valid in HTTP, or a TLS setup failure.
     pub fn new(config: HttpConfig) -> Result<Self> {
         if config.max_concurrency == Some(0) {
             return Err(Error::configuration(
@@ -315,8 +315,8 @@ impl HttpClient {
     /// POSTs `body` as JSON to `path` and reads the JSON answer, retrying as the policy says.
     ///
     /// # Errors
-    /// [`Error::Provider`] for a failure that survived the retries, a non-retryable status,
-    /// or a body that is not JSON.
+    /// A [`Provider`](harness_core::ErrorKind::Provider) error for a failure that survived the
+    /// retries, a non-retryable status, or a body that is not JSON.
     pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
         let _permit = self.acquire().await?;
         let response = self.send_with_retries(path, body, Mode::Json).await?;
@@ -366,7 +366,7 @@ impl HttpClient {
         let mut body = response.bytes_stream();
         let mut bytes = Vec::new();
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| self.transport_error(path, &e))?;
+            let chunk = chunk.map_err(|e| self.transport_error(path, e))?;
             if bytes.len() + chunk.len() > cap {
                 return Err(ProviderError::new(
                     &self.config.provider,
@@ -458,7 +458,7 @@ impl HttpClient {
                     ),
                 Ok(response) => return Err(self.status_error(path, response).await),
                 Err(e) if !last && is_transient(&e) => self.config.retry.backoff(attempt),
-                Err(e) => return Err(self.transport_error(path, &e)),
+                Err(e) => return Err(self.transport_error(path, e)),
             };
             self.wait_before_retry(path, attempt, delay).await;
             attempt += 1;
@@ -479,6 +479,8 @@ impl HttpClient {
     /// A failed status as a provider error keeping the vendor's own words.
     async fn status_error(&self, path: &str, response: Response) -> Error {
         let status = response.status();
+        // Kept for the caller's own retry: a 429 or 503 on the last attempt still says when.
+        let wait = retry_after(&response);
         // Enough to find the vendor's message; a huge error page is not read whole.
         let text = match self.read_capped(path, response, 64 << 10).await {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -502,14 +504,18 @@ impl HttpClient {
         if let Some(kind) = error_type {
             error = error.with_error_type(kind);
         }
+        if let Some(wait) = wait {
+            error = error.with_retry_after(wait);
+        }
         error.into()
     }
 
-    pub(crate) fn transport_error(&self, path: &str, error: &reqwest::Error) -> Error {
+    /// A request that got no answer, the transport's error kept as the source.
+    pub(crate) fn transport_error(&self, path: &str, error: reqwest::Error) -> Error {
         let (what, kind) = if error.is_timeout() {
             ("timed out", ProviderErrorKind::Timeout)
         } else if error.is_connect() {
-            ("could not connect", ProviderErrorKind::Transport)
+            ("could not connect", ProviderErrorKind::Connect)
         } else {
             ("failed", ProviderErrorKind::Transport)
         };
@@ -518,10 +524,11 @@ impl HttpClient {
             format!(
                 "request to {} {what}: {}",
                 self.url(path),
-                error_chain(error)
+                error_chain(&error)
             ),
         )
         .with_kind(kind)
+        .with_source(error)
         .into()
     }
 }

@@ -12,9 +12,9 @@
 //!   [`Retrying`].
 //! - [`model_from_env`]: the model a program should use when it names none.
 //!
-//! Every failure is a [`harness_core::Error`]: [`Error::Provider`](harness_core::Error) for
-//! what the vendor or the network did (status, vendor error type and message, a body
-//! excerpt), [`Error::Configuration`](harness_core::Error) for a bad setting.
+//! Every failure is a [`harness_core::Error`]: a [`Provider`](harness_core::ErrorKind::Provider)
+//! error for what the vendor or the network did (status, vendor error type and message, a body
+//! excerpt), a [`Configuration`](harness_core::ErrorKind::Configuration) error for a bad setting.
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;

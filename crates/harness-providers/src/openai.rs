@@ -197,8 +197,8 @@ impl OpenAiBuilder {
     /// The model.
     ///
     /// # Errors
-    /// [`Error::Configuration`](harness_core::Error::Configuration) for `max_concurrency` 0 or a
-    /// key that is not a valid header.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0 or
+    /// a key that is not a valid header.
     pub fn build(self) -> Result<OpenAi> {
         let mut config = self.connection.config(
             self.service.id,
@@ -416,7 +416,7 @@ pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason
 /// Reads a non-streamed Chat Completions answer.
 ///
 /// # Errors
-/// [`Error::Provider`](harness_core::Error::Provider) naming what a required part of the
+/// A [`Provider`](harness_core::ErrorKind::Provider) error naming what a required part of the
 /// answer lacks.
 pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
     let choices = required("OpenAI", answer, "choices")?;

@@ -41,7 +41,7 @@ pub(crate) struct StreamRequest<A> {
 }
 
 /// A response body as a stream of chunks; a transport failure as its text.
-pub(crate) type Body<'a> = BoxStream<'a, std::result::Result<Bytes, String>>;
+pub(crate) type Body<'a> = BoxStream<'a, reqwest::Result<Bytes>>;
 
 /// How long a stream may stay silent, and run in all.
 #[derive(Debug, Clone, Copy)]
@@ -222,15 +222,22 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     /// when the total timeout ran out, `Err(false)` for the idle one).
     fn settle(
         &self,
-        read: std::result::Result<Option<std::result::Result<Bytes, String>>, bool>,
+        read: std::result::Result<Option<reqwest::Result<Bytes>>, bool>,
     ) -> Result<Option<Bytes>> {
         match read {
             Ok(Some(Ok(bytes))) => Ok(Some(bytes)),
             Ok(None) => Ok(None),
-            Ok(Some(Err(e))) => Err(self.failure(
-                ProviderErrorKind::Transport,
-                format!("the stream from {} broke off: {e}", self.url),
-            )),
+            Ok(Some(Err(e))) => Err(ProviderError::new(
+                &self.provider,
+                format!(
+                    "the stream from {} broke off: {}",
+                    self.url,
+                    crate::http::error_chain(&e)
+                ),
+            )
+            .with_kind(ProviderErrorKind::Transport)
+            .with_source(e)
+            .into()),
             Err(true) => Err(self.failure(
                 ProviderErrorKind::Timeout,
                 format!(
@@ -356,10 +363,7 @@ fn open<'a, A: Accumulator + 'a>(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let body: Body<'a> = response
-        .bytes_stream()
-        .map(|chunk| chunk.map_err(|e| crate::http::error_chain(&e)))
-        .boxed();
+    let body: Body<'a> = response.bytes_stream().boxed();
     Reader::new(
         &config.provider,
         client.url(&request.path),
@@ -454,8 +458,9 @@ pub enum StreamFormat {
 /// that replay recorded traffic without a server.
 ///
 /// # Errors
-/// [`Error::Provider`] for a body the vendor's format does not allow, one that is not an
-/// event stream, or one that ends before the vendor's end mark, as a live stream would.
+/// A [`Provider`](harness_core::ErrorKind::Provider) error for a body the vendor's format does not
+/// allow, one that is not an event stream, or one that ends before the vendor's end mark, as a live
+/// stream would.
 pub fn decode_stream(
     format: StreamFormat,
     body: &[u8],
@@ -489,7 +494,7 @@ fn decode_with<A: Accumulator>(
     chunk: usize,
     mut emit: impl FnMut(LlmEvent),
 ) -> Result<CompletionResponse> {
-    let chunks: Vec<std::result::Result<Bytes, String>> = body
+    let chunks: Vec<reqwest::Result<Bytes>> = body
         .chunks(chunk.max(1))
         .map(|piece| Ok(Bytes::copy_from_slice(piece)))
         .collect();

@@ -14,8 +14,8 @@ use harness_core::{Error, Result};
 /// from so that every connection verifies certificates the same way.
 ///
 /// # Errors
-/// [`Error::Configuration`] when the TLS configuration cannot be built (no usable root
-/// certificates on this machine, say).
+/// A [`Configuration`](harness_core::ErrorKind::Configuration) error when the TLS configuration
+/// cannot be built (no usable root certificates on this machine, say).
 pub fn client_builder() -> Result<reqwest::ClientBuilder> {
     Ok(reqwest::Client::builder().tls_backend_preconfigured(tls_config()?))
 }

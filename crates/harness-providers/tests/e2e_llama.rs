@@ -103,7 +103,7 @@ async fn a_prompt_over_the_context_is_a_typed_400() {
         .generate(Request::new(&[Message::user(huge)]))
         .await
         .unwrap_err();
-    let harness_core::Error::Provider(provider) = &err else {
+    let Some(provider) = err.provider() else {
         panic!("{err:?}")
     };
     assert_eq!(provider.status(), Some(400));

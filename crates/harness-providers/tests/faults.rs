@@ -1807,7 +1807,6 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
         let (outcome, text) = agent_outcome(&agent, streamed).await;
         let err = outcome.expect_err("the run must fail");
         assert!(err.is_provider(), "{err:?}");
-        assert!(matches!(err, Error::RunFailed(_)), "{err:?}");
         assert_eq!(err.provider().unwrap().kind(), kind, "{err}");
         let state = err.state().unwrap();
         assert_eq!(state.stop_reason, StopReason::Unfinished);

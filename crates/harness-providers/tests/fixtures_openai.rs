@@ -384,7 +384,7 @@ async fn llamacpp_context_overflow_keeps_the_typed_body() {
         .generate(Request::new(&[Message::user("x")]))
         .await
         .unwrap_err();
-    let harness_core::Error::Provider(provider) = &err else {
+    let Some(provider) = err.provider() else {
         panic!("{err:?}")
     };
     assert_eq!(provider.status(), Some(400));

@@ -11,7 +11,7 @@ use harness_core::Request;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{Error, Llm, LlmEvent, Message};
+use harness_core::{ErrorKind, Llm, LlmEvent, Message, ProviderErrorKind};
 use harness_providers::{OpenAi, RetryPolicy};
 use support::{Reply, Server, fixture};
 
@@ -64,6 +64,63 @@ async fn a_429_with_retry_after_is_retried_once_after_that_long() {
 }
 
 #[tokio::test]
+async fn a_429_that_outlasts_the_retries_says_how_long_to_wait() {
+    let server = Server::always(
+        Reply::json(
+            429,
+            r#"{"error": {"type": "rate_limit_error", "message": "slow down"}}"#,
+        )
+        .header("retry-after", "0.01"),
+    )
+    .await;
+    let err = model(&server, quick_retries())
+        .generate(Request::new(&[Message::user("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(err.kind(), ErrorKind::Provider);
+    assert_eq!(err.status(), Some(429));
+    assert_eq!(err.retry_after(), Some(Duration::from_millis(10)));
+    assert!(!err.is_timeout() && !err.is_connect());
+    assert_eq!(err.provider().unwrap().provider(), "openai");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_connect_error_keeping_reqwests_error() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let model = OpenAi::builder("m")
+        .api_key("k")
+        .base_url(format!("http://127.0.0.1:{port}/v1"))
+        .retry(RetryPolicy {
+            attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        })
+        .build()
+        .unwrap();
+    let err = model
+        .generate(Request::new(&[Message::user("hi")]))
+        .await
+        .unwrap_err();
+    assert!(
+        err.is_provider() && err.is_connect() && !err.is_timeout(),
+        "{err:?}"
+    );
+    let provider = err.provider().unwrap();
+    assert_eq!(provider.kind(), ProviderErrorKind::Connect);
+    assert!(err.to_string().contains("could not connect"), "{err}");
+    // The transport's own error is the provider error's source, reachable by downcasting.
+    let source = std::error::Error::source(provider).unwrap();
+    let reqwest_error = source.downcast_ref::<reqwest::Error>().unwrap();
+    assert!(reqwest_error.is_connect());
+}
+
+#[tokio::test]
 async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
     let server = Server::always(Reply::json(
         500,
@@ -75,7 +132,7 @@ async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 4);
-    let Error::Provider(provider) = &err else {
+    let Some(provider) = err.provider() else {
         panic!("{err:?}")
     };
     assert_eq!(provider.status(), Some(500));
@@ -96,7 +153,7 @@ async fn a_400_is_not_retried() {
         .await
         .unwrap_err();
     assert_eq!(server.requests().len(), 1);
-    let Error::Provider(provider) = &err else {
+    let Some(provider) = err.provider() else {
         panic!("{err:?}")
     };
     assert_eq!(provider.status(), Some(400));

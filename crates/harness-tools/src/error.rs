@@ -45,12 +45,30 @@ impl Error {
     }
 }
 
+/// Outside a tool call: kind [`Configuration`](harness_core::ErrorKind::Configuration) for a
+/// setup mistake, [`Workspace`](harness_core::ErrorKind::Workspace) for the rest; the source
+/// is this error, reached with [`harness_core::Error::downcast_ref`].
 impl From<Error> for harness_core::Error {
     fn from(error: Error) -> Self {
+        let kind = match error {
+            Error::Configuration(_) => harness_core::ErrorKind::Configuration,
+            _ => harness_core::ErrorKind::Workspace,
+        };
+        Self::from_source(kind, error)
+    }
+}
+
+/// Inside a tool call: a failure the model reads; arguments that do not fit for
+/// [`Error::Configuration`] (a tool's own setup mistakes surface when it is built, so one at
+/// call time comes from the arguments).
+impl From<Error> for harness_core::ToolError {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
         match error {
-            Error::Configuration(message) => Self::Configuration(message),
-            other => Self::tool_failed("workspace", other.to_string()),
+            Error::Configuration(_) => Self::invalid_arguments(message),
+            _ => Self::failed(message),
         }
+        .with_source(error)
     }
 }
 

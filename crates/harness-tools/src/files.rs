@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
-use harness_core::{Ctx, ParametersBuilder, Tool, ToolSpec};
+use harness_core::{Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -97,31 +97,19 @@ impl Tool for FileTool {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> harness_core::Result<String> {
-        let name = self.spec.name.clone();
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
         let Value::Object(arguments) = arguments else {
-            return Err(harness_core::Error::InvalidArguments {
-                tool: name,
-                message: "arguments must be a JSON object".into(),
-            });
+            return Err(ToolError::invalid_arguments(
+                "arguments must be a JSON object",
+            ));
         };
         let (shared, body) = (Arc::clone(&self.shared), self.body);
         // File I/O blocks: keep it off the runtime's worker threads.
         let outcome = tokio::task::spawn_blocking(move || body(&shared, &arguments)).await;
         match outcome {
             Ok(Ok(text)) => Ok(text),
-            Ok(Err(Error::Configuration(message))) => Err(harness_core::Error::InvalidArguments {
-                tool: self.spec.name.clone(),
-                message,
-            }),
-            Ok(Err(e)) => Err(harness_core::Error::tool_failed(
-                &self.spec.name,
-                e.to_string(),
-            )),
-            Err(e) => Err(harness_core::Error::tool_failed(
-                &self.spec.name,
-                format!("the tool stopped: {e}"),
-            )),
+            Ok(Err(e)) => Err(ToolError::from(e)),
+            Err(e) => Err(ToolError::failed(format!("the tool stopped: {e}")).with_source(e)),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{Ctx, Error, Result, Tool, ToolSpec};
+use harness_core::{Ctx, Error, Result, Tool, ToolError, ToolSpec};
 use harness_providers::{HttpClient, HttpConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -77,7 +77,8 @@ impl TavilySearch {
     /// Searches, returning typed results.
     ///
     /// # Errors
-    /// [`Error::Provider`] for a failure that survived the retries (a 401 for a bad key).
+    /// A [`Provider`](harness_core::ErrorKind::Provider) error for a failure that survived the
+    /// retries (a 401 for a bad key).
     pub async fn search(&self, query: &str) -> Result<Vec<SearchResult>> {
         let body =
             json!({"query": query, "max_results": self.max_results, "search_depth": self.depth});
@@ -143,7 +144,8 @@ impl TavilySearchBuilder {
     /// The search.
     ///
     /// # Errors
-    /// [`Error::Configuration`] without a key or with `max_results` 0.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error without a key or with
+    /// `max_results` 0.
     pub fn build(self) -> Result<TavilySearch> {
         let key = self
             .api_key
@@ -226,14 +228,17 @@ impl Tool for SearchTool {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> std::result::Result<String, ToolError> {
         let Some(query) = arguments.get("query").and_then(Value::as_str) else {
-            return Err(Error::InvalidArguments {
-                tool: self.spec.name.clone(),
-                message: "missing field `query` (a string)".into(),
-            });
+            return Err(ToolError::invalid_arguments(
+                "missing field `query` (a string)",
+            ));
         };
-        let results = self.search.search(query).await?;
+        let results = self
+            .search
+            .search(query)
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()).with_source(e))?;
         Ok(format_results(&results, query))
     }
 }

@@ -46,7 +46,7 @@ async fn call(tools: &[Arc<dyn Tool>], name: ToolName, args: Value) -> Result<St
         .unwrap();
     tool.call(args, Ctx::new())
         .await
-        .map_err(|e| e.tool_result_text())
+        .map_err(|e| e.model_text())
 }
 
 #[tokio::test]

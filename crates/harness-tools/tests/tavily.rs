@@ -134,7 +134,7 @@ async fn a_401_is_a_provider_error() {
         .build()
         .unwrap();
     let err = search.search("x").await.unwrap_err();
-    let harness_core::Error::Provider(provider) = &err else {
+    let Some(provider) = err.provider() else {
         panic!("{err:?}")
     };
     assert_eq!(provider.status(), Some(401));

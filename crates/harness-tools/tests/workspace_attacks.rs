@@ -128,16 +128,12 @@ async fn the_tools_refuse_escapes_as_results_and_never_list_what_is_outside() {
         .await
         .unwrap_err();
     assert!(
-        err.tool_result_text()
-            .contains("is outside the workspace root"),
+        err.model_text().contains("is outside the workspace root"),
         "{}",
-        err.tool_result_text()
+        err.model_text()
     );
     let err = call(0, json!({"path": "leak.txt"})).await.unwrap_err();
-    assert!(
-        err.tool_result_text()
-            .contains("is outside the workspace root")
-    );
+    assert!(err.model_text().contains("is outside the workspace root"));
     let listing = call(1, json!({})).await.unwrap();
     assert_eq!(listing, "sub/inside.txt");
     let hits = call(2, json!({"pattern": "SECRET"})).await.unwrap();
@@ -145,10 +141,7 @@ async fn the_tools_refuse_escapes_as_results_and_never_list_what_is_outside() {
     let err = call(3, json!({"path": "leakdir/planted.txt", "content": "x"}))
         .await
         .unwrap_err();
-    assert!(
-        err.tool_result_text()
-            .contains("is outside the workspace root")
-    );
+    assert!(err.model_text().contains("is outside the workspace root"));
     assert!(!s.outside.join("planted.txt").exists());
 }
 

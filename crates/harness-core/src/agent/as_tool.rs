@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{Agent, RunInput};
-use crate::error::{Error, Result};
+use crate::error::ToolError;
 use crate::tool::{Ctx, Tool, ToolSpec};
 
 /// A sub-agent behind the [`Tool`] trait; see [`Agent::as_tool`].
@@ -45,24 +45,23 @@ impl Tool for AgentTool {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String> {
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError> {
         let Some(prompt) = arguments.get("input").and_then(Value::as_str) else {
-            return Err(Error::InvalidArguments {
-                tool: self.spec.name.clone(),
-                message: "missing field `input` (a string)".to_owned(),
-            });
+            return Err(ToolError::invalid_arguments(
+                "missing field `input` (a string)",
+            ));
         };
         let input = RunInput::from(prompt).with_raw_deps(ctx.raw_deps());
-        let state = self.agent.run(input).await?;
+        let state = self.agent.run(input).await.map_err(|error| {
+            ToolError::failed(format!("the {} agent failed: {error}", self.agent.name()))
+                .with_source(error)
+        })?;
         if !state.answered() {
             let reason = state.stop_reason.as_str();
-            return Err(Error::tool_failed(
-                &self.spec.name,
-                format!(
-                    "the {} agent stopped without an answer ({reason})",
-                    self.agent.name()
-                ),
-            ));
+            return Err(ToolError::failed(format!(
+                "the {} agent stopped without an answer ({reason})",
+                self.agent.name()
+            )));
         }
         Ok(match state.output {
             Value::String(text) => text,

@@ -1,6 +1,6 @@
 //! `Middleware`: hooks around the model call, each tool call and each step.
 
-use crate::error::Result;
+use crate::error::ToolError;
 use crate::message::{Message, ToolCall};
 
 use super::AgentState;
@@ -41,7 +41,11 @@ pub trait Middleware: Send + Sync {
     /// Called with each finished call's result, a failure included as an `Err` value.
     /// What it returns is both what the transcript records and what `ToolFinished` reports.
     /// Not called for a tool that asked a human.
-    fn after_tool(&self, call: &ToolCall, result: Result<String>) -> Result<String> {
+    fn after_tool(
+        &self,
+        call: &ToolCall,
+        result: Result<String, ToolError>,
+    ) -> Result<String, ToolError> {
         let _ = call;
         result
     }

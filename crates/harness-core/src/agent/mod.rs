@@ -224,9 +224,9 @@ impl Agent {
     /// A budget's limit ends the run as `Ok`, with its stop reason.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for a paused state resumed undecided or tool calls with no
-    /// tools registered, and the model's own errors; an error after the run began is
-    /// [`Error::RunFailed`], carrying the run so far.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error for a paused state resumed
+    /// undecided or tool calls with no tools registered, and the model's own errors; an error
+    /// after the run began carries the run so far ([`Error::state`](crate::Error::state)).
     pub async fn run(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         self.inner
             .drive(input.into(), ToolMode::Concurrent, &stream::Events::none())
@@ -237,8 +237,8 @@ impl Agent {
     /// work too.
     ///
     /// # Errors
-    /// As [`Agent::run`], and [`Error::Configuration`] when called inside an async runtime
-    /// (use `run(..).await` there).
+    /// As [`Agent::run`], and a [`Configuration`](crate::ErrorKind::Configuration) error when
+    /// called inside an async runtime (use `run(..).await` there).
     pub fn run_blocking(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         let runtime = blocking_runtime()?;
         runtime.block_on(self.inner.drive(
@@ -269,7 +269,8 @@ impl Agent {
     /// so each tool's pair of events surrounds its own call.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when called inside an async runtime.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when called inside an async
+    /// runtime.
     pub fn stream_events_blocking(
         &self,
         input: impl Into<RunInput>,
@@ -282,7 +283,8 @@ impl Agent {
     /// [`Agent::stream`] for synchronous code: an iterator over the text.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when called inside an async runtime.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when called inside an async
+    /// runtime.
     pub fn stream_blocking(
         &self,
         input: impl Into<RunInput>,
@@ -512,9 +514,9 @@ impl AgentBuilder {
     /// The agent.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for a non-positive budget or context limit, a tool name
-    /// collision, a tool named `final_answer` beside an output type, an output type that is
-    /// not a struct, or a deny/ask rule naming a tool the agent does not have.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error for a non-positive budget or
+    /// context limit, a tool name collision, a tool named `final_answer` beside an output type, an
+    /// output type that is not a struct, or a deny/ask rule naming a tool the agent does not have.
     pub fn build(self) -> Result<Agent> {
         self.budget.validate()?;
         self.context.validate()?;

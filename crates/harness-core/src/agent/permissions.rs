@@ -282,7 +282,8 @@ impl Permissions {
     /// stop. The error names every such rule and what is wrong with it.
     ///
     /// # Errors
-    /// [`Error::Configuration`] listing the rules and their problems.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error listing the rules and their
+    /// problems.
     pub fn check(&self) -> Result<()> {
         let lists = [
             ("deny", &self.deny),

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::agent::output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL, OutputType};
 use crate::content::Block;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ToolError};
 use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
 use crate::request::{ModelSettings, Request};
@@ -475,9 +475,16 @@ impl AgentInner {
     /// anything else passes the middleware, is rendered, cut to the context policy and
     /// reported. Middleware and the policy work on the text; images and documents the tool
     /// returned beside it are kept as they are.
-    fn conclude(&self, call: &ToolCall, result: Result<Content>, events: &Events<'_>) -> Outcome {
-        if let Err(Error::HumanInputRequired { question }) = result {
-            return Outcome::Question(question);
+    fn conclude(
+        &self,
+        call: &ToolCall,
+        result: Result<Content, ToolError>,
+        events: &Events<'_>,
+    ) -> Outcome {
+        if let Err(error) = &result
+            && error.is_needs_human()
+        {
+            return Outcome::Question(error.message().to_owned());
         }
         let (text, media) = match result {
             Ok(content) => {
@@ -497,7 +504,7 @@ impl AgentInner {
         };
         let (text, failed) = match result {
             Ok(text) => (text, false),
-            Err(error) => (error.tool_result_text(), true),
+            Err(error) => (error.model_text(), true),
         };
         let text = self.context.truncate_tool_result(text);
         events.emit(|| AgentEvent::ToolFinished {

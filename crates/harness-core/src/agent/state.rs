@@ -6,7 +6,7 @@ use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::message::Message;
 use crate::response::TokenUsage;
 
@@ -60,10 +60,10 @@ impl fmt::Display for StopReason {
 
 /// One call waiting on a human.
 ///
-/// An *approval* (the tool is gated) has not run yet and carries the arguments it will run
-/// with; rule on it with [`AgentState::approve`] or [`AgentState::reject`]. A *question* (the
-/// tool returned [`Error::HumanInputRequired`]) has no arguments: append the human's answer
-/// as a tool message for its `call_id` and run the state again.
+/// An *approval* (the tool is gated) has not run yet and carries the arguments it will run with;
+/// rule on it with [`AgentState::approve`] or [`AgentState::reject`]. A *question* (the tool
+/// returned [`ToolError::needs_human`](crate::ToolError::needs_human)) has no arguments: append the
+/// human's answer as a tool message for its `call_id` and run the state again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingHumanInput {
     /// The model's id for the call.
@@ -177,7 +177,7 @@ impl AgentState {
     /// The output read as a `T`: the typed result of a structured-output agent.
     ///
     /// # Errors
-    /// [`Error::OutputValidation`] when the run did not end with an answer (saying why it
+    /// An [`ErrorKind::Output`] error when the run did not end with an answer (saying why it
     /// stopped and what to do), or when the output does not fit `T`.
     pub fn output_as<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         if !self.answered() {
@@ -208,16 +208,22 @@ impl AgentState {
                 StopReason::Stopped => "middleware stopped the run",
                 StopReason::Answer => "",
             };
-            return Err(Error::OutputValidation(format!(
-                "there is no answer to read as {}: {why}",
-                std::any::type_name::<T>()
-            )));
+            return Err(Error::new(
+                ErrorKind::Output,
+                format!(
+                    "there is no answer to read as {}: {why}",
+                    std::any::type_name::<T>()
+                ),
+            ));
         }
         T::deserialize(&self.output).map_err(|e| {
-            Error::OutputValidation(format!(
-                "the output does not fit {}: {e}",
-                std::any::type_name::<T>()
-            ))
+            Error::new(
+                ErrorKind::Output,
+                format!(
+                    "the output does not fit {}: {e}",
+                    std::any::type_name::<T>()
+                ),
+            )
         })
     }
 
@@ -225,7 +231,7 @@ impl AgentState {
     /// returns the state, so a resume reads `agent.run(state.approve(None)?)`.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when nothing matches.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when nothing matches.
     pub fn approve(self, call_id: Option<&str>) -> Result<Self> {
         self.rule(call_id, true)
     }
@@ -234,7 +240,7 @@ impl AgentState {
     /// model is told `Denied by the user.` as that call's result.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when nothing matches.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when nothing matches.
     pub fn reject(self, call_id: Option<&str>) -> Result<Self> {
         self.rule(call_id, false)
     }
@@ -270,7 +276,8 @@ impl AgentState {
     /// Reads a state from JSON text.
     ///
     /// # Errors
-    /// [`Error::Configuration`] naming an unknown key or what does not fit.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error naming an unknown key or what
+    /// does not fit.
     pub fn from_json(text: &str) -> Result<Self> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::configuration(format!("agent state is not valid JSON: {e}")))?;
@@ -281,7 +288,8 @@ impl AgentState {
     /// their defaults).
     ///
     /// # Errors
-    /// [`Error::Configuration`] naming an unknown key or what does not fit.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error naming an unknown key or what
+    /// does not fit.
     pub fn from_value(value: Value) -> Result<Self> {
         match value {
             Value::Object(map) => Self::from_map(map),

@@ -20,7 +20,7 @@ pub(crate) use schema::object_schema_for;
 pub(crate) use toolbox::panicked;
 pub use toolbox::{Gate, Toolbox, ToolboxBuilder};
 
-use crate::error::Result;
+use crate::error::ToolError;
 use crate::message::Content;
 
 /// What a model is told about a tool, plus whether a human must approve each call.
@@ -75,7 +75,7 @@ impl ToolSpec {
 /// do its work on [`tokio::task::spawn_blocking`] (the macro does that for a plain `fn`).
 ///
 /// ```
-/// use harness_core::{async_trait, Ctx, Result, Tool, ToolSpec};
+/// use harness_core::{async_trait, Ctx, Tool, ToolError, ToolSpec};
 /// use serde_json::{json, Value};
 ///
 /// struct Echo(ToolSpec);
@@ -85,7 +85,7 @@ impl ToolSpec {
 ///     fn spec(&self) -> &ToolSpec {
 ///         &self.0
 ///     }
-///     async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String> {
+///     async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
 ///         Ok(arguments["text"].as_str().unwrap_or_default().to_owned())
 ///     }
 /// }
@@ -105,9 +105,9 @@ pub trait Tool: Any + Send + Sync {
     /// Runs the tool with the model's `arguments` (a JSON object) and the run's `ctx`.
     ///
     /// The `Ok` text is what the model reads. An `Err` reaches the model as the call's
-    /// result too (see [`Error::tool_result_text`](crate::Error::tool_result_text)), except
-    /// [`Error::HumanInputRequired`](crate::Error::HumanInputRequired), which pauses the run.
-    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String>;
+    /// result too ([`ToolError::model_text`]), except a question
+    /// ([`ToolError::needs_human`]), which pauses the run.
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError>;
 
     /// Runs the tool for a model that can read more than text: what it returns may hold
     /// images or documents beside the text (an MCP server's screenshot, say). The agent
@@ -115,7 +115,7 @@ pub trait Tool: Any + Send + Sync {
     ///
     /// Implement it when a tool produces media; keep [`call`](Tool::call) returning the
     /// text part, for callers that read text only.
-    async fn call_content(&self, arguments: Value, ctx: Ctx) -> Result<Content> {
+    async fn call_content(&self, arguments: Value, ctx: Ctx) -> Result<Content, ToolError> {
         self.call(arguments, ctx).await.map(Content::Text)
     }
 }

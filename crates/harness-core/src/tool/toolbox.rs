@@ -12,7 +12,7 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{Ctx, Tool, ToolSpec, same_tool};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ToolError};
 use crate::message::Content;
 
 type SyncApprover = dyn Fn(&str, &Value) -> bool + Send + Sync;
@@ -66,7 +66,7 @@ pub enum Gate {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let tools = Toolbox::builder().tool(Add).build()?;
 /// assert_eq!(tools.call("add", json!({"a": 2, "b": 3})).await?, "5");
-/// assert!(tools.call("sub", json!({})).await.unwrap_err().is_tool_not_found());
+/// assert!(tools.call("sub", json!({})).await.unwrap_err().is_not_found());
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
@@ -94,7 +94,8 @@ impl Toolbox {
     /// Registers `tool` under its spec's name.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when a different tool already has that name.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when a different tool already has
+    /// that name.
     pub fn register<T: Tool>(&mut self, tool: T) -> Result<&mut Self> {
         self.register_shared(Arc::new(tool))
     }
@@ -102,7 +103,8 @@ impl Toolbox {
     /// Registers a tool that is already shared.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when a different tool already has that name.
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when a different tool already has
+    /// that name.
     pub fn register_shared(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
         let name = tool.spec().name.clone();
         if let Some(&at) = self.index.get(&name) {
@@ -122,7 +124,7 @@ impl Toolbox {
     }
 
     /// Sets the approval callback, consulted with each gated call's name and arguments
-    /// before it runs: `true` runs it, `false` refuses it with [`Error::ToolDenied`].
+    /// before it runs: `true` runs it, `false` refuses it ([`ToolError::denied`]).
     ///
     /// Without a callback nothing is gated at the toolbox level; an agent pauses the run on
     /// a gated call instead, for a human to rule on.
@@ -154,8 +156,8 @@ impl Toolbox {
     /// The spec of the tool registered as `name`.
     ///
     /// # Errors
-    /// [`Error::ToolNotFound`], listing the registered names.
-    pub fn get(&self, name: &str) -> Result<&ToolSpec> {
+    /// [`ToolError::not_found`], listing the registered names.
+    pub fn get(&self, name: &str) -> Result<&ToolSpec, ToolError> {
         self.position(name).map(|at| &self.specs[at])
     }
 
@@ -204,9 +206,9 @@ impl Toolbox {
     /// the tool declares it.
     ///
     /// # Errors
-    /// [`Error::ToolNotFound`], [`Error::ToolDenied`], [`Error::InvalidArguments`], or the
-    /// tool's own error.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<String> {
+    /// A [`ToolError`]: the tool is not registered, the call was refused, the arguments do
+    /// not fit, or the tool's own failure or question.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<String, ToolError> {
         self.call_with(name, arguments, &Ctx::new(), Gate::Declared)
             .await
     }
@@ -215,7 +217,7 @@ impl Toolbox {
     /// what it returns.
     ///
     /// A gated call is put to the approval callback first, when there is one. A tool that
-    /// panics is reported as [`Error::ToolFailed`] instead of taking the caller down.
+    /// panics is reported as a failed call instead of taking the caller down.
     ///
     /// # Errors
     /// As [`Toolbox::call`].
@@ -225,7 +227,7 @@ impl Toolbox {
         arguments: Value,
         ctx: &Ctx,
         gate: Gate,
-    ) -> Result<String> {
+    ) -> Result<String, ToolError> {
         self.call_content_with(name, arguments, ctx, gate)
             .await
             .map(|content| content.text().into_owned())
@@ -242,7 +244,7 @@ impl Toolbox {
         arguments: Value,
         ctx: &Ctx,
         gate: Gate,
-    ) -> Result<Content> {
+    ) -> Result<Content, ToolError> {
         let at = self.position(name)?;
         let (tool, spec) = (&self.tools[at], &self.specs[at]);
         let gated = match gate {
@@ -253,10 +255,7 @@ impl Toolbox {
         if let (true, Some(approver)) = (gated, &self.approver)
             && !approver.approves(name, &arguments).await
         {
-            return Err(Error::ToolDenied {
-                name: name.to_owned(),
-                arguments,
-            });
+            return Err(ToolError::denied(name, arguments));
         }
         let span = tracing::info_span!(
             "execute_tool",
@@ -268,27 +267,25 @@ impl Toolbox {
             .instrument(span)
             .await
             .unwrap_or_else(|panic| Err(panicked(name, panic.as_ref())))
+            .map_err(|error| error.for_tool(name))
     }
 
-    fn position(&self, name: &str) -> Result<usize> {
-        self.index
-            .get(name)
-            .copied()
-            .ok_or_else(|| Error::ToolNotFound {
-                name: name.to_owned(),
-                available: self.names().map(str::to_owned).collect(),
-            })
+    fn position(&self, name: &str) -> Result<usize, ToolError> {
+        self.index.get(name).copied().ok_or_else(|| {
+            let available: Vec<&str> = self.names().collect();
+            ToolError::not_found(name, &available)
+        })
     }
 }
 
 /// A tool that panicked, as an error the model can read.
-pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> Error {
+pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
     let detail = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".to_owned());
-    Error::tool_failed(tool, format!("the tool panicked: {detail}"))
+    ToolError::failed(format!("the tool panicked: {detail}")).for_tool(tool)
 }
 
 impl fmt::Debug for Toolbox {

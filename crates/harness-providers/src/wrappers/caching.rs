@@ -51,7 +51,7 @@ impl<M: Llm> Caching<M> {
     /// Keeps at most `maxsize` answers (at least 1).
     ///
     /// # Errors
-    /// [`Error::Configuration`] for 0.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
     pub fn maxsize(mut self, maxsize: usize) -> Result<Self> {
         if maxsize == 0 {
             return Err(Error::configuration(
@@ -65,7 +65,7 @@ impl<M: Llm> Caching<M> {
     /// Forgets answers older than `ttl`.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for a zero `ttl`.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a zero `ttl`.
     pub fn ttl(mut self, ttl: Duration) -> Result<Self> {
         if ttl.is_zero() {
             return Err(Error::configuration(format!(

@@ -43,7 +43,7 @@ impl Fallback {
     /// `primary`, then each of `others`.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when `others` is empty.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when `others` is empty.
     pub fn new(primary: impl Llm + 'static, others: Vec<Arc<dyn Llm>>) -> Result<Self> {
         if others.is_empty() {
             return Err(Error::configuration(

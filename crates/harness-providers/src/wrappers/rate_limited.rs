@@ -27,7 +27,8 @@ impl<M: Llm> RateLimited<M> {
     /// At most `rps` calls a second, with a burst of `max(1, rps)`.
     ///
     /// # Errors
-    /// [`Error::Configuration`] for `rps` that is not positive.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `rps` that is not
+    /// positive.
     pub fn new(inner: M, rps: f64) -> Result<Self> {
         if !(rps.is_finite() && rps > 0.0) {
             return Err(Error::configuration(format!(
@@ -49,7 +50,7 @@ impl<M: Llm> RateLimited<M> {
     /// Sets the burst: how many calls may go at once after a pause (at least 1).
     ///
     /// # Errors
-    /// [`Error::Configuration`] for 0.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
     pub fn burst(mut self, burst: u32) -> Result<Self> {
         if burst == 0 {
             return Err(Error::configuration(

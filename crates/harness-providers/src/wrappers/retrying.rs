@@ -32,7 +32,7 @@ impl<M: Llm> Retrying<M> {
     /// Calls in all, the first included (at least 1).
     ///
     /// # Errors
-    /// [`Error::Configuration`] for 0.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
     pub fn attempts(mut self, attempts: u32) -> Result<Self> {
         if attempts == 0 {
             return Err(Error::configuration(

@@ -233,6 +233,33 @@ impl McpError {
     }
 }
 
+/// Kind [`Mcp`](harness_core::ErrorKind::Mcp)
+/// ([`Configuration`](harness_core::ErrorKind::Configuration) for a setup mistake on this side),
+/// timed out when the server did not answer in time; the source is this error, reached with
+/// [`harness_core::Error::downcast_ref`].
+impl From<McpError> for harness_core::Error {
+    fn from(error: McpError) -> Self {
+        let kind = match error.kind {
+            McpErrorKind::Configuration => harness_core::ErrorKind::Configuration,
+            _ => harness_core::ErrorKind::Mcp,
+        };
+        let timeout = error.is_timeout();
+        let converted = Self::from_source(kind, error);
+        if timeout {
+            converted.timed_out()
+        } else {
+            converted
+        }
+    }
+}
+
+/// Inside a tool call, a failure the model reads, this error kept as its source.
+impl From<McpError> for harness_core::ToolError {
+    fn from(error: McpError) -> Self {
+        Self::failed(error.message.clone()).with_source(error)
+    }
+}
+
 /// An error and its sources, joined, skipping a source its parent already quotes.
 fn chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();

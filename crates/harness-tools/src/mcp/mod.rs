@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use harness_core::{Ctx, Tool, ToolSpec};
+use harness_core::{Ctx, Tool, ToolError, ToolSpec};
 #[cfg(feature = "mcp-http")]
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -637,11 +637,11 @@ impl Tool for RemoteTool {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> harness_core::Result<String> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
         self.server
             .call(&self.server_name, arguments)
             .await
-            .map_err(|e| harness_core::Error::tool_failed(&self.spec.name, e.to_string()))
+            .map_err(ToolError::from)
     }
 
     /// The text (images named in it where they stood) followed by the images themselves,
@@ -650,14 +650,12 @@ impl Tool for RemoteTool {
         &self,
         arguments: Value,
         _ctx: Ctx,
-    ) -> harness_core::Result<harness_core::Content> {
-        let failed = |e: McpError| harness_core::Error::tool_failed(&self.spec.name, e.to_string());
+    ) -> Result<harness_core::Content, ToolError> {
         let result = self
             .server
             .call_content(&self.server_name, arguments)
-            .await
-            .map_err(failed)?;
-        let text = succeeded(&self.server_name, &result).map_err(failed)?;
+            .await?;
+        let text = succeeded(&self.server_name, &result)?;
         let images = result.images();
         if images.is_empty() {
             return Ok(harness_core::Content::Text(text));

@@ -7,7 +7,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Ctx, ParametersBuilder, Tool, ToolSpec};
+use harness_core::{Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::time::Instant;
@@ -152,18 +152,14 @@ impl Tool for RunCommand {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> harness_core::Result<String> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
         let Some(command) = arguments.get("command").and_then(Value::as_str) else {
-            return Err(harness_core::Error::InvalidArguments {
-                tool: self.spec.name.clone(),
-                message: "missing field `command` (a string)".into(),
-            });
+            return Err(ToolError::invalid_arguments(
+                "missing field `command` (a string)",
+            ));
         };
         let failed = |e: std::io::Error| {
-            harness_core::Error::tool_failed(
-                &self.spec.name,
-                format!("cannot run the command: {e}"),
-            )
+            ToolError::failed(format!("cannot run the command: {e}")).with_source(e)
         };
         let child = tokio::process::Command::new("sh")
             .arg("-c")
