@@ -207,6 +207,10 @@ pub struct CompletionResponse {
     tool_calls: Vec<ToolCall>,
     usage: Option<TokenUsage>,
     finish_reason: FinishReason,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
 }
 
 impl CompletionResponse {
@@ -256,6 +260,30 @@ impl CompletionResponse {
     pub fn with_finish_reason(mut self, finish_reason: FinishReason) -> Self {
         self.finish_reason = finish_reason;
         self
+    }
+
+    /// Sets the vendor's id for this response (OpenAI's `id`, Anthropic's message `id`,
+    /// Gemini's `responseId`).
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the model that answered, as the vendor named it (often more precise than the
+    /// model asked for: a dated snapshot).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// The vendor's id for this response, when it sent one.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The model that answered, as the vendor named it, when it said.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     /// The answer's text, thinking left out.
