@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, Write};
 
+use deepharness::AgentState;
 use deepharness::prelude::*;
 
 /// Send money to a payee.
@@ -21,10 +22,9 @@ fn wire_transfer(amount_usd: u64, to: String) -> String {
     format!("sent ${amount_usd} to {to}")
 }
 
-fn agent() -> Result<Agent, Error> {
-    Agent::builder()
+async fn agent() -> Result<Agent, Error> {
+    Agent::builder(model_from_env_or_test().await?.model)
         .name("payments")
-        .shared_model(model_from_env()?.model)
         .system("You pay invoices with the wire_transfer tool.")
         .tool(WireTransfer)
         .build()
@@ -36,7 +36,8 @@ fn usage() -> Error {
     )
 }
 
-fn main() -> Result<(), Error> {
+#[tokio::main]
+async fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (command, path) = match args.as_slice() {
         [command, path, ..] => (command.as_str(), path.as_str()),
@@ -45,7 +46,7 @@ fn main() -> Result<(), Error> {
     let io_error = |e: std::io::Error| Error::io(path, e);
     match command {
         "start" => {
-            let state = agent()?.run_blocking("Pay the Acme invoice.")?;
+            let state = agent().await?.run("Pay the Acme invoice.").await?;
             if state.stop_reason != deepharness::agent::StopReason::Paused {
                 println!("finished without pausing: {}", state.output_text());
                 return Ok(());
@@ -65,7 +66,7 @@ fn main() -> Result<(), Error> {
             } else {
                 state.reject(None)?
             };
-            let state = agent()?.run_blocking(state)?;
+            let state = agent().await?.run(state).await?;
             for message in state.messages.iter().filter(|m| m.tool_call_id.is_some()) {
                 println!("tool result: {}", message.text());
             }

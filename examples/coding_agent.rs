@@ -16,13 +16,15 @@
 //! it can reach. Keep the asking gate for commands on a machine you care about.
 //!
 //! With no key set it runs on the offline `TestModel`, which calls every tool once with
-//! generated arguments; `model_from_env` picks a real provider when one is configured.
+//! generated arguments; `model_from_env_or_test` picks a real provider when one is configured (and says when it falls back).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+use deepharness::Budget;
 use deepharness::agent::{AgentEvent, Toolbox};
 use deepharness::prelude::*;
+use deepharness::providers::ModelChoice;
 use deepharness::tools::{
     FileToolsConfig, Permissions, Rule, ShellConfig, ToolName, Workspace, file_tools, shell_tool,
 };
@@ -46,7 +48,7 @@ fn main() -> Result<(), Error> {
 
     let toolbox = Toolbox::builder()
         .tools(file_tools(&workspace, FileToolsConfig::default()))
-        .shared(shell_tool(&workspace, ShellConfig::default()))
+        .tool(shell_tool(&workspace, ShellConfig::default()))
         // Consulted for every call the policy says to ask about.
         .approve(move |name, arguments| approve_all || ask(name, arguments))
         .build()?;
@@ -63,9 +65,8 @@ fn main() -> Result<(), Error> {
         .ask(ToolName::EditFile)
         .ask(ToolName::RunCommand);
 
-    let agent = Agent::builder()
+    let agent = Agent::builder(model()?.model)
         .name("coder")
-        .shared_model(model_from_env()?.model)
         .system(
             "You are a careful coding agent working in one directory. Read before you edit, \
              make the smallest change that does the task, and run a command to check it.",
@@ -118,4 +119,13 @@ fn demo_project() -> Result<PathBuf, Error> {
     write("greet.sh", "#!/bin/sh\necho \"Helo, $1!\"\n")?;
     write("README.md", "# greet\n\n`sh greet.sh NAME` greets NAME.\n")?;
     Ok(root)
+}
+
+/// The model, chosen before the blocking run starts a runtime of its own.
+fn model() -> Result<ModelChoice, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::configuration(format!("cannot start a runtime: {e}")))?;
+    runtime.block_on(model_from_env_or_test())
 }

@@ -7,11 +7,12 @@
 //! ```
 //!
 //! With no key set it runs on the offline `TestModel`, which calls every tool once;
-//! `deepharness::model_from_env` picks a real provider when one is configured.
+//! `deepharness::model_from_env_or_test` picks a real provider when one is configured.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use deepharness::Ctx;
 use deepharness::agent::RunInput;
 use deepharness::prelude::*;
 
@@ -76,11 +77,10 @@ fn cancel_order(ctx: &Ctx, order_id: String) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
-    let agent = Agent::builder()
-        .shared_model(choice.model)
+    let agent = Agent::builder(choice.model)
         .system("You are a shop's support assistant. Use the tools; never guess an order id.")
         .tool(ListOrders)
         .tool(CancelOrder)

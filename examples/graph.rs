@@ -8,11 +8,12 @@
 //! ```
 //!
 //! With no key set every agent runs on the offline `TestModel` (canned text, and a
-//! schema-generated review); `model_from_env` picks a real provider when one is configured.
+//! schema-generated review); `model_from_env_or_test` picks a real provider when one is configured (and says when it falls back).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use deepharness::Llm;
 use deepharness::graph::{Graph, GraphEvent, GraphState, GraphUpdate, Place};
 use deepharness::prelude::*;
 use futures_util::StreamExt as _;
@@ -65,10 +66,7 @@ const FIGURES: [(&str, &str, &str); 3] = [
 
 /// Runs a one-off agent: `system`, then `prompt`; its answer.
 async fn ask(model: Arc<dyn Llm>, system: &str, prompt: String) -> Result<String, Error> {
-    let agent = Agent::builder()
-        .shared_model(model)
-        .system(system)
-        .build()?;
+    let agent = Agent::builder(model).system(system).build()?;
     Ok(agent.run(prompt).await?.output_text().to_owned())
 }
 
@@ -120,8 +118,7 @@ async fn review(
     model: Arc<dyn Llm>,
     mut report: QuarterlyReport,
 ) -> Result<QuarterlyReport, Error> {
-    let reviewer = Agent::builder()
-        .shared_model(model)
+    let reviewer = Agent::builder(model)
         .system("You review board reports: accurate, specific, five lines at most.")
         .output::<Review>()
         .build()?;
@@ -153,7 +150,7 @@ fn publish(mut report: QuarterlyReport) -> QuarterlyReport {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}\n");
     let model = choice.model;
 

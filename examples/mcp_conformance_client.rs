@@ -15,7 +15,7 @@ async fn main() -> Result<(), McpError> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     // Under the runner's own 30 s limit, so a stuck exchange fails here with a message
     // that says which request it was.
-    let server = McpServer::http(url, &[])?.timeout(Duration::from_secs(20));
+    let server = McpServer::http(url, &[])?.with_timeout(Duration::from_secs(20));
     server.connect().await?;
     match scenario.as_str() {
         "tools_call" => {

@@ -10,7 +10,7 @@
 //! into `target/peers/mcp` when present, else `npx -y` fetches it (Node.js needed). Tools the
 //! server does not mark read-only are gated; this example refuses them, so the agent can
 //! look but not touch. With no key set it runs on the offline `TestModel`, which calls every
-//! tool once; `model_from_env` picks a real provider when one is configured. A tool name a
+//! tool once; `model_from_env_or_test` picks a real provider when one is configured (and says when it falls back). A tool name a
 //! vendor would refuse is offered under a safe name; every request has a timeout, and the
 //! server's whole process group is stopped on close.
 
@@ -39,7 +39,7 @@ async fn main() -> Result<(), Error> {
     // `npx -y` may download the server before it can answer: more than the 60 s default.
     let server = McpServer::stdio(command)?
         .with_roots(vec![dir.clone()])
-        .timeout(Duration::from_secs(120));
+        .with_timeout(Duration::from_secs(120));
     let tools = server.tools().await?;
     println!(
         "tools: {}",
@@ -58,8 +58,7 @@ async fn main() -> Result<(), Error> {
             false
         })
         .build()?;
-    let agent = Agent::builder()
-        .shared_model(model_from_env()?.model)
+    let agent = Agent::builder(model_from_env_or_test().await?.model)
         .system(format!(
             "You answer questions about the files in {}. Use the tools; paths are absolute.",
             dir.display()

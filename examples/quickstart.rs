@@ -5,7 +5,7 @@
 //! ```
 //!
 //! With no key set it runs on the offline `TestModel`, which calls every tool once and
-//! answers with what they returned; `deepharness::model_from_env` picks a real provider when
+//! answers with what they returned; `deepharness::model_from_env_or_test` picks a real provider when
 //! one is configured.
 
 use deepharness::prelude::*;
@@ -23,11 +23,10 @@ fn get_weather(city: String) -> String {
 async fn main() -> Result<(), Error> {
     // DEEPHARNESS_MODEL=provider:model, else the first API key set, else a local server,
     // else the offline TestModel.
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
-    let agent = Agent::builder()
-        .shared_model(choice.model)
+    let agent = Agent::builder(choice.model)
         .system("You are a concise assistant. Use the tools you are given.")
         .tool(GetWeather)
         .build()?;

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! With no key set it runs on the offline `TestModel` (the report is then canned text);
-//! `deepharness::model_from_env` picks a real provider when one is configured.
+//! `deepharness::model_from_env_or_test` picks a real provider when one is configured.
 
 use std::io::Write as _;
 
@@ -21,7 +21,7 @@ async fn main() -> Result<(), Error> {
     let query = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "Which Rust async runtimes are maintained today?".to_owned());
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
     let mut research = DeepResearch::builder_shared(choice.model).max_sub_questions(3);

@@ -65,11 +65,10 @@ impl Status {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
-    let agent = Agent::builder()
-        .shared_model(choice.model)
+    let agent = Agent::builder(choice.model)
         .system("You are a concise travel assistant. Use the tools you are given.")
         .tool(GetWeather)
         .tool(LocalTime)

@@ -41,11 +41,10 @@ const TICKET: &str = "Hi, I was charged twice for order 7731 and now I can't log
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let choice = model_from_env()?;
+    let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
-    let agent = Agent::builder()
-        .shared_model(choice.model)
+    let agent = Agent::builder(choice.model)
         .system("You triage support tickets.")
         .output::<Triage>()
         .build()?;

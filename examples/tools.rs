@@ -82,10 +82,7 @@ async fn main() -> Result<(), deepharness::Error> {
     for (name, arguments) in calls {
         let shown = format!("{name}({arguments})");
         // A failed call is not the end of a run: its error is what the model reads next.
-        let result = match tools
-            .call_with(name, arguments, &ctx, deepharness::agent::Gate::Declared)
-            .await
-        {
+        let result = match tools.call_with_ctx(name, arguments, &ctx).await {
             Ok(text) => text,
             Err(error) => error.model_text(),
         };

@@ -84,8 +84,7 @@ impl Client {
                     .base_url(format!("{base_url}/v1"))
                     .build()
                     .map_err(|e| format!("cannot build the model: {e}"))?;
-                let agent = Agent::builder()
-                    .model(model)
+                let agent = Agent::builder(model)
                     .tool(GetWeather)
                     .build()
                     .map_err(|e| format!("cannot build the agent: {e}"))?;

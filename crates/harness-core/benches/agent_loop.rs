@@ -65,8 +65,7 @@ fn add_sync(a: i64, b: i64) -> i64 {
 }
 
 fn agent(with_tool: bool, tool: &str) -> Agent {
-    Agent::builder()
-        .model(Instant0::new(with_tool, tool))
+    Agent::builder(Instant0::new(with_tool, tool))
         .system("You are a calculator.")
         .tool(Add)
         .tool(AddSync)

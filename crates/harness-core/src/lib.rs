@@ -49,6 +49,9 @@
 extern crate self as harness_core;
 
 pub mod agent;
+// Shared with harness-graph and harness-prebuilt, whose progress streams it builds; not
+// part of the API.
+#[doc(hidden)]
 pub mod channel;
 pub mod content;
 mod error;
@@ -72,7 +75,7 @@ pub use llm::{BoxStream, Llm, LlmEvent, replay};
 pub use message::{Content, Message, Role, ToolCall};
 pub use request::{ModelSettings, OutputSchema, Request, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
-pub use tool::{Ctx, Gate, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
+pub use tool::{Ctx, IntoTool, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
 
 /// Re-exported so a hand-written [`Llm`] or [`Tool`] needs no extra dependency.
 pub use async_trait::async_trait;

@@ -330,19 +330,9 @@ impl Message {
         Self::new(Role::User, content)
     }
 
-    /// The same as [`Message::user`], under the seed's name.
-    pub fn human(content: impl Into<Content>) -> Self {
-        Self::user(content)
-    }
-
     /// `{"role": "assistant", "content": ...}`.
     pub fn assistant(content: impl Into<Content>) -> Self {
         Self::new(Role::Assistant, content)
-    }
-
-    /// The same as [`Message::assistant`], under the seed's name.
-    pub fn ai(content: impl Into<Content>) -> Self {
-        Self::assistant(content)
     }
 
     /// `{"role": "tool", "name": ..., "content": ...}`: the result of a call of tool `name`.
@@ -403,15 +393,11 @@ mod tests {
             json!({"role": "system", "content": "s"})
         );
         assert_eq!(
-            value(&Message::human("h")),
-            json!({"role": "user", "content": "h"})
-        );
-        assert_eq!(
             value(&Message::user("h")),
             json!({"role": "user", "content": "h"})
         );
         assert_eq!(
-            value(&Message::ai("a")),
+            value(&Message::assistant("a")),
             json!({"role": "assistant", "content": "a"})
         );
         assert_eq!(

@@ -56,7 +56,7 @@ fn current_exchange(messages: &[Message]) -> &[Message] {
 /// use harness_core::testing::TestModel;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let agent = Agent::builder().model(TestModel::new().with_text("done")).build()?;
+/// let agent = Agent::builder(TestModel::new().with_text("done")).build()?;
 /// assert_eq!(agent.run("hi").await?.output_text(), "done");
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
@@ -80,7 +80,7 @@ impl TestModel {
     }
 
     /// Calls only the named tools (none, with an empty list).
-    pub fn calling_only<I, S>(mut self, names: I) -> Self
+    pub fn with_only_tools<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,

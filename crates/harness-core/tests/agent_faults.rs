@@ -43,11 +43,7 @@ async fn run_with_call(call: ToolCall, finish: FinishReason) -> AgentState {
         CompletionResponse::from_tool_calls(vec![call]).with_finish_reason(finish),
         CompletionResponse::text("done"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
-        .tool(WriteNote)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).tool(WriteNote).build().unwrap();
     agent.run("go").await.unwrap()
 }
 
@@ -115,7 +111,7 @@ async fn a_call_cut_off_at_the_output_limit_is_not_run() {
             .with_finish_reason(FinishReason::Length),
         CompletionResponse::text("done"),
     ]);
-    let agent = Agent::builder().model(model).tool(Tally).build().unwrap();
+    let agent = Agent::builder(model).tool(Tally).build().unwrap();
     let state = agent.run("go").await.unwrap();
     let results = tool_results(&state);
     // The complete call ran; the cut one did not, and says why.
@@ -145,11 +141,7 @@ async fn a_final_answer_with_unreadable_arguments_is_refused_and_asked_again() {
             ToolCall::new("final_answer", json!({"ok": true})).with_id("f2"),
         ]),
     ]);
-    let agent = Agent::builder()
-        .model(model)
-        .output::<Verdict>()
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).output::<Verdict>().build().unwrap();
     let state = agent.run("judge").await.unwrap();
     assert_eq!(state.output_as::<Verdict>().unwrap(), Verdict { ok: true });
     let results = tool_results(&state);
@@ -189,11 +181,7 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
         .tool(CountTool(runs, no_parameters("count", "Count.")))
         .build()
         .unwrap();
-    let agent = Agent::builder()
-        .model(model)
-        .toolbox(counter)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).toolbox(counter).build().unwrap();
 
     let err = agent.run("count once").await.unwrap_err();
     assert!(err.is_provider(), "{err}");
@@ -229,11 +217,7 @@ async fn a_failed_stream_ends_with_the_error_and_its_state() {
             ]))
         }
     });
-    let agent = Agent::builder()
-        .model(model)
-        .tool(WriteNote)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).tool(WriteNote).build().unwrap();
     let events: Vec<_> = agent.stream_events("go").collect().await;
     let last = events.last().unwrap();
     let Err(err) = last else {
@@ -321,8 +305,7 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
         ]),
         CompletionResponse::text("I see it"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(Screenshot::new())
         .build()
         .unwrap();

@@ -50,8 +50,7 @@ enum Sky {
 
 #[tokio::test]
 async fn the_final_answer_tool_carries_the_output_types_schema() {
-    let agent = Agent::builder()
-        .model(TestModel::new())
+    let agent = Agent::builder(TestModel::new())
         .output::<Weather>()
         .build()
         .unwrap();
@@ -89,8 +88,7 @@ async fn the_final_answer_tool_carries_the_output_types_schema() {
 async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() {
     // A model that only ever talks prose spends the step budget without an answer.
     let model = FunctionModel::new(|_| CompletionResponse::text("It is sunny."));
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .output::<Weather>()
         .budget(Budget::new().with_steps(2))
         .build()
@@ -132,8 +130,7 @@ async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
             "2",
         )]),
     ]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .output::<Weather>()
         .build()
         .unwrap();
@@ -173,8 +170,7 @@ async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
 #[tokio::test]
 async fn a_model_that_never_complies_ends_at_the_step_budget() {
     let model = ScriptedModel::new(vec![CompletionResponse::text("prose"); 3]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .output::<Weather>()
         .budget(harness_core::Budget::new().with_steps(3))
         .build()
@@ -185,7 +181,7 @@ async fn a_model_that_never_complies_ends_at_the_step_budget() {
 
 #[test]
 fn an_output_type_must_be_a_struct() {
-    let err = Agent::builder()
+    let err = Agent::builder(TestModel::new())
         .output::<Vec<String>>()
         .build()
         .unwrap_err();
@@ -227,9 +223,8 @@ fn pay_model() -> ScriptedModel {
 }
 
 fn pay_agent(model: ScriptedModel) -> Agent {
-    Agent::builder()
+    Agent::builder(model)
         .name("payer")
-        .model(model)
         .tool(Invoice)
         .tool(WireTransfer)
         .build()
@@ -320,11 +315,7 @@ async fn an_approval_callback_decides_during_the_run_instead_of_pausing() {
         .approve(|_, args| args["amount_usd"].as_u64().is_some_and(|a| a <= 1_000))
         .build()
         .unwrap();
-    let agent = Agent::builder()
-        .model(pay_model())
-        .toolbox(tools)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(pay_model()).toolbox(tools).build().unwrap();
     let state = agent.run("Pay").await.unwrap();
     assert!(state.answered());
     assert_eq!(
@@ -349,8 +340,7 @@ async fn a_question_pauses_and_the_appended_answer_becomes_the_result() {
         ]),
         CompletionResponse::text("Proceeding."),
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(Confirm)
         .tool(Invoice)
         .build()
@@ -422,8 +412,7 @@ async fn a_policy_allows_git_log_denies_rm_rf_and_asks_about_the_rest() {
             "3",
         )]),
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(RunCommand)
         .permissions(shell_policy())
         .build()
@@ -440,8 +429,7 @@ async fn a_policy_allows_git_log_denies_rm_rf_and_asks_about_the_rest() {
 
 #[test]
 fn a_gate_naming_an_unregistered_tool_is_refused_at_build() {
-    let err = Agent::builder()
-        .model(TestModel::new())
+    let err = Agent::builder(TestModel::new())
         .tool(RunCommand)
         .permissions(
             Permissions::new()
@@ -461,8 +449,7 @@ fn a_gate_naming_an_unregistered_tool_is_refused_at_build() {
 
 #[tokio::test]
 async fn with_no_matching_rule_the_tools_own_gate_stands() {
-    let agent = Agent::builder()
-        .model(pay_model())
+    let agent = Agent::builder(pay_model())
         .tool(Invoice)
         .tool(WireTransfer)
         .permissions(Permissions::new().allow("run_*"))
@@ -482,18 +469,41 @@ fn tenant(ctx: Ctx) -> String {
     ctx.deps::<TenantName>().map_or("none", |t| t.0).to_owned()
 }
 
+#[test]
+fn a_sub_agent_tool_is_named_after_the_agent_and_described_by_its_prompt() {
+    let plain = Agent::builder(TestModel::new())
+        .name("summariser")
+        .build()
+        .unwrap()
+        .as_tool();
+    let spec = harness_core::Tool::spec(&plain);
+    assert_eq!(spec.name, "summariser");
+    assert_eq!(
+        spec.description,
+        "Delegate a task to the 'summariser' agent."
+    );
+    let prompted = Agent::builder(TestModel::new())
+        .name("translator")
+        .system("Translate the input into French.")
+        .build()
+        .unwrap()
+        .as_tool();
+    let spec = harness_core::Tool::spec(&prompted);
+    assert_eq!(spec.name, "translator");
+    assert_eq!(spec.description, "Translate the input into French.");
+}
+
 #[tokio::test]
 async fn a_sub_agent_is_a_tool_and_inherits_the_callers_deps() {
-    let researcher = Agent::builder()
-        .name("researcher")
-        .model(ScriptedModel::new([
-            calls(vec![call("tenant", json!({}), "t")]),
-            CompletionResponse::text("the tenant is acme"),
-        ]))
-        .tool(Tenant)
-        .build()
-        .unwrap();
-    let tool = researcher.as_tool("research", "Research a question.");
+    let researcher = Agent::builder(ScriptedModel::new([
+        calls(vec![call("tenant", json!({}), "t")]),
+        CompletionResponse::text("the tenant is acme"),
+    ]))
+    .name("researcher")
+    .tool(Tenant)
+    .build()
+    .unwrap();
+    let tool = researcher.as_named_tool("research", "Research a question.");
     assert_eq!(
         harness_core::Tool::spec(&tool).parameters,
         json!({
@@ -502,14 +512,13 @@ async fn a_sub_agent_is_a_tool_and_inherits_the_callers_deps() {
             "required": ["input"]
         })
     );
-    let lead = Agent::builder()
-        .model(ScriptedModel::new([
-            calls(vec![call("research", json!({"input": "who?"}), "r")]),
-            CompletionResponse::text("done"),
-        ]))
-        .tool(tool)
-        .build()
-        .unwrap();
+    let lead = Agent::builder(ScriptedModel::new([
+        calls(vec![call("research", json!({"input": "who?"}), "r")]),
+        CompletionResponse::text("done"),
+    ]))
+    .tool(tool)
+    .build()
+    .unwrap();
     let state = lead
         .run(RunInput::from("find out").with_deps(TenantName("acme")))
         .await
@@ -523,15 +532,14 @@ async fn a_sub_agent_is_a_tool_and_inherits_the_callers_deps() {
 
 #[tokio::test]
 async fn a_sub_agent_that_does_not_answer_is_a_failed_call() {
-    let quitter = Agent::builder()
+    let quitter = Agent::builder(ScriptedModel::new([calls(vec![call("x", json!({}), "1")])]))
         .name("quitter")
-        .model(ScriptedModel::new([calls(vec![call("x", json!({}), "1")])]))
         .tool(Tenant)
         .budget(harness_core::Budget::new().with_steps(1))
         .build()
         .unwrap();
     let err = harness_core::Tool::call(
-        &quitter.as_tool("q", "d"),
+        &quitter.as_named_tool("q", "d"),
         json!({"input": "go"}),
         Ctx::new(),
     )

@@ -16,7 +16,7 @@ use futures_util::StreamExt as _;
 use harness_core::agent::{
     Agent, AgentEvent, AgentState, Budget, ContextPolicy, Permissions, RunInput, StopReason,
 };
-use harness_core::testing::{FunctionModel, ScriptedModel};
+use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
 use harness_core::{
     Block, CompletionResponse, Ctx, Error, FinishReason, Message, Role, Thinking, TokenUsage,
     ToolCall, Toolbox, tool,
@@ -63,8 +63,7 @@ async fn collect_events(agent: &Agent, input: impl Into<RunInput>) -> Vec<AgentE
 #[tokio::test]
 async fn a_run_calls_the_tool_records_the_transcript_and_answers() {
     let model = Arc::new(add_then_answer());
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .system("Be brief.")
         .tool(Add)
         .build()
@@ -91,10 +90,7 @@ async fn a_run_calls_the_tool_records_the_transcript_and_answers() {
 #[tokio::test]
 async fn input_may_be_a_prompt_messages_or_a_state() {
     let model = Arc::new(ScriptedModel::new(vec![CompletionResponse::text("ok"); 3]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model.clone()).build().unwrap();
     agent.run("hi").await.unwrap();
     agent
         .run(vec![
@@ -115,8 +111,7 @@ async fn input_may_be_a_prompt_messages_or_a_state() {
 #[tokio::test]
 async fn the_system_prompt_is_added_only_when_the_transcript_has_none() {
     let model = Arc::new(ScriptedModel::new(vec![CompletionResponse::text("ok"); 2]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .system("default")
         .build()
         .unwrap();
@@ -133,21 +128,10 @@ async fn the_system_prompt_is_added_only_when_the_transcript_has_none() {
 }
 
 #[tokio::test]
-async fn without_a_model_a_run_is_a_passthrough() {
-    let agent = Agent::builder().build().unwrap();
-    let input = AgentState::from(vec![Message::user("hi")]);
-    let state = agent.run(input.clone()).await.unwrap();
-    assert_eq!(state, input);
-    assert_eq!(state.stop_reason, StopReason::Unfinished);
-    let events = collect_events(&agent, input.clone()).await;
-    assert_eq!(events, vec![AgentEvent::Finished(Box::new(input))]);
-}
-
-#[tokio::test]
 async fn total_usage_accumulates_across_runs_and_a_state_reports_its_own() {
     let usage = TokenUsage::new(10, 5, 15).with_cached(4);
     let model = ScriptedModel::new(vec![CompletionResponse::text("ok").with_usage(usage); 3]);
-    let agent = Agent::builder().model(model).build().unwrap();
+    let agent = Agent::builder(model).build().unwrap();
     let first = agent.run("a").await.unwrap();
     assert_eq!(first.usage, usage);
     let second = agent.run("b").await.unwrap();
@@ -172,11 +156,7 @@ fn run_blocking_drives_the_loop_from_sync_code_with_async_tools_too() {
         calls(vec![call("add_later", json!({"a": 1, "b": 1}), "1")]),
         CompletionResponse::text("2"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
-        .tool(AddLater)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).tool(AddLater).build().unwrap();
     let state = agent.run_blocking("1 + 1?").unwrap();
     assert_eq!(
         state.messages[2],
@@ -187,7 +167,7 @@ fn run_blocking_drives_the_loop_from_sync_code_with_async_tools_too() {
 
 #[tokio::test]
 async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
-    let agent = Agent::builder().model(add_then_answer()).build().unwrap();
+    let agent = Agent::builder(add_then_answer()).build().unwrap();
     let err = agent.run_blocking("x").unwrap_err();
     assert!(err.is_configuration());
     assert!(
@@ -201,11 +181,7 @@ async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
 
 #[tokio::test]
 async fn the_event_order_of_a_tool_then_an_answer() {
-    let agent = Agent::builder()
-        .model(add_then_answer())
-        .tool(Add)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(add_then_answer()).tool(Add).build().unwrap();
     let events = collect_events(&agent, "2 + 3?").await;
     let state = match events.last() {
         Some(AgentEvent::Finished(state)) => state.clone(),
@@ -260,8 +236,7 @@ fn kinds(events: &[AgentEvent]) -> Vec<String> {
 
 #[tokio::test]
 async fn an_async_round_starts_every_call_then_finishes_every_call() {
-    let agent = Agent::builder()
-        .model(two_calls_then_answer())
+    let agent = Agent::builder(two_calls_then_answer())
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -294,8 +269,7 @@ async fn an_async_round_starts_every_call_then_finishes_every_call() {
 
 #[test]
 fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
-    let agent = Agent::builder()
-        .model(two_calls_then_answer())
+    let agent = Agent::builder(two_calls_then_answer())
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -338,8 +312,7 @@ fn a_watcher_sees_each_tool_start_before_its_approval_is_asked() {
         })
         .build()
         .unwrap();
-    let agent = Agent::builder()
-        .model(two_calls_then_answer())
+    let agent = Agent::builder(two_calls_then_answer())
         .toolbox(tools)
         .permissions(Permissions::new().ask("add").ask("flaky"))
         .build()
@@ -356,8 +329,7 @@ fn a_watcher_sees_each_tool_start_before_its_approval_is_asked() {
 }
 
 fn agent_text_blocking() -> Vec<String> {
-    let agent = Agent::builder()
-        .model(two_calls_then_answer())
+    let agent = Agent::builder(two_calls_then_answer())
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -382,7 +354,7 @@ async fn stream_yields_text_alone_and_tools_still_run() {
             calls(vec![call("add", json!({"a": 17, "b": 374}), "1")])
         }
     });
-    let agent = Agent::builder().model(model).tool(Add).build().unwrap();
+    let agent = Agent::builder(model).tool(Add).build().unwrap();
     let text: Vec<String> = agent
         .stream("17 + 374?")
         .map(|t| t.unwrap())
@@ -395,7 +367,7 @@ async fn stream_yields_text_alone_and_tools_still_run() {
 #[tokio::test]
 async fn an_error_ends_the_stream_as_its_last_item() {
     let model = ScriptedModel::new([]).then_fail(Error::configuration("boom"));
-    let agent = Agent::builder().model(model).build().unwrap();
+    let agent = Agent::builder(model).build().unwrap();
     let items: Vec<_> = agent.stream_events("x").collect().await;
     assert_eq!(items.len(), 2);
     assert!(matches!(items[0], Ok(AgentEvent::StepStarted { step: 1 })));
@@ -425,11 +397,7 @@ async fn a_turns_calls_run_concurrently_and_are_recorded_in_call_order() {
         ]),
         CompletionResponse::text("ok"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
-        .tool(Rendezvous)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).tool(Rendezvous).build().unwrap();
     let state = tokio::time::timeout(Duration::from_secs(10), agent.run("go"))
         .await
         .expect("the calls ran concurrently")
@@ -454,8 +422,7 @@ async fn failures_and_unknown_tools_reach_the_model_and_the_run_goes_on() {
         ]),
         CompletionResponse::text("sorry"),
     ]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -482,11 +449,7 @@ async fn failures_and_unknown_tools_reach_the_model_and_the_run_goes_on() {
 #[tokio::test]
 async fn tool_calls_with_no_tools_registered_is_a_configuration_error() {
     let model = ScriptedModel::new([calls(vec![call("add", json!({}), "1")])]);
-    let agent = Agent::builder()
-        .name("helper")
-        .model(model)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(model).name("helper").build().unwrap();
     let err = agent.run("x").await.unwrap_err();
     assert!(err.is_configuration());
     assert_eq!(
@@ -508,8 +471,7 @@ async fn a_tool_sees_the_runs_deps_and_live_transcript() {
         calls(vec![call("whoami", json!({}), "1")]),
         CompletionResponse::text("ok"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .system("s")
         .tool(Whoami)
         .build()
@@ -529,8 +491,7 @@ async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
         calls(vec![call("add", json!({"a": 1, "b": 1}), "1")]);
         2
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(Add)
         .budget(Budget::new().with_steps(2))
         .build()
@@ -556,20 +517,23 @@ async fn spending_the_steps_stops_with_step_budget_and_empty_output() {
 async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
     let ran = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&ran);
-    let tools = harness_core::Toolbox::builder().tool(Add).build().unwrap();
+    let tools = harness_core::Toolbox::builder()
+        .tool(Add)
+        .approve(move |_, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            true
+        })
+        .build()
+        .unwrap();
     let model =
         ScriptedModel::new([
             CompletionResponse::from_blocks(vec![Block::text("thinking aloud")])
                 .with_tool_calls(vec![call("add", json!({"a": 1, "b": 1}), "1")])
                 .with_usage(TokenUsage::new(90, 20, 110)),
         ]);
-    let agent = Agent::builder()
+    let agent = Agent::builder(model)
         .name("counter")
-        .model(model)
-        .toolbox(tools.with_approver(move |_, _| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            true
-        }))
+        .toolbox(tools)
         .budget(Budget::new().with_total_tokens(100))
         .build()
         .unwrap();
@@ -580,7 +544,7 @@ async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
     // The turn that crossed is kept, its call answered "not run"; no tool ran.
     let last_two = &state.messages[state.messages.len() - 2..];
     assert_eq!(last_two[0].tool_calls.len(), 1);
-    assert_eq!(last_two[1].text(), harness_core::agent::NOT_RUN_BUDGET);
+    assert_eq!(last_two[1].text(), "Not run: the run's budget is spent.");
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
 
@@ -591,8 +555,7 @@ async fn the_budget_limits_each_run_not_the_agents_life() {
     let model = FunctionModel::new(|_| {
         CompletionResponse::text("ok").with_usage(TokenUsage::new(30, 10, 40))
     });
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .budget(Budget::new().with_total_tokens(50))
         .build()
         .unwrap();
@@ -615,8 +578,7 @@ async fn input_output_and_tool_call_limits_each_stop_the_run() {
         .with_usage(TokenUsage::new(30, 10, 40))
     };
     let run = |budget: Budget| {
-        let agent = Agent::builder()
-            .model(FunctionModel::new(move |_| turn()))
+        let agent = Agent::builder(FunctionModel::new(move |_| turn()))
             .tool(Add)
             .budget(budget)
             .build()
@@ -646,15 +608,15 @@ async fn input_output_and_tool_call_limits_each_stop_the_run() {
         [
             "2",
             "4",
-            harness_core::agent::NOT_RUN_BUDGET,
-            harness_core::agent::NOT_RUN_BUDGET
+            "Not run: the run's budget is spent.",
+            "Not run: the run's budget is spent."
         ]
     );
 }
 
 #[test]
 fn non_positive_limits_are_refused_when_the_agent_is_built() {
-    let err = Agent::builder()
+    let err = Agent::builder(TestModel::new())
         .budget(Budget::new().with_steps(0))
         .build()
         .unwrap_err();
@@ -662,8 +624,8 @@ fn non_positive_limits_are_refused_when_the_agent_is_built() {
         err.to_string(),
         "Budget's steps limit must be at least 1 when set, got 0"
     );
-    let err = Agent::builder()
-        .context(ContextPolicy::new().keep_last(0))
+    let err = Agent::builder(TestModel::new())
+        .context(ContextPolicy::new().with_keep_last(0))
         .build()
         .unwrap_err();
     assert_eq!(
@@ -677,7 +639,7 @@ async fn a_length_finish_is_truncated_not_answered() {
     let model = ScriptedModel::new([
         CompletionResponse::text("half an ans").with_finish_reason(FinishReason::Length)
     ]);
-    let agent = Agent::builder().model(model).build().unwrap();
+    let agent = Agent::builder(model).build().unwrap();
     let state = agent.run("x").await.unwrap();
     assert_eq!(state.stop_reason, StopReason::Truncated);
     assert_eq!(state.output_text(), "half an ans");
@@ -697,10 +659,9 @@ async fn long_tool_results_are_cut_in_the_middle_in_transcript_and_event_alike()
         calls(vec![call("long", json!({}), "1")]),
         CompletionResponse::text("ok"),
     ]);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(Long)
-        .context(ContextPolicy::new().tool_result_chars(Some(30)))
+        .context(ContextPolicy::new().with_tool_result_chars(Some(30)))
         .build()
         .unwrap();
     let events = collect_events(&agent, "x").await;
@@ -723,10 +684,9 @@ async fn long_tool_results_are_cut_in_the_middle_in_transcript_and_event_alike()
 #[tokio::test]
 async fn max_tokens_prunes_what_is_sent_never_what_is_kept() {
     let model = Arc::new(ScriptedModel::new([CompletionResponse::text("ok")]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .system("sys")
-        .context(ContextPolicy::new().max_tokens(20).keep_last(2))
+        .context(ContextPolicy::new().with_max_tokens(20).with_keep_last(2))
         .build()
         .unwrap();
     let history = vec![
@@ -802,8 +762,7 @@ async fn middleware_hooks_shape_what_is_sent_run_and_recorded() {
         ]);
         3
     ]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .tool(Add)
         .tool(Flaky)
         .middleware(Recorder {
@@ -846,8 +805,7 @@ async fn middleware_hooks_shape_what_is_sent_run_and_recorded() {
 
 #[tokio::test]
 async fn test_model_calls_every_tool_then_summarises() {
-    let agent = Agent::builder()
-        .model(harness_core::testing::TestModel::new())
+    let agent = Agent::builder(harness_core::testing::TestModel::new())
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -858,8 +816,7 @@ async fn test_model_calls_every_tool_then_summarises() {
         r#"{"add":"0","flaky":"Error: airline API timed out"}"#
     );
     assert!(state.usage.total_tokens > 0);
-    let only = Agent::builder()
-        .model(harness_core::testing::TestModel::new().calling_only(["add"]))
+    let only = Agent::builder(harness_core::testing::TestModel::new().with_only_tools(["add"]))
         .tool(Add)
         .tool(Flaky)
         .build()
@@ -880,16 +837,13 @@ async fn function_model_can_be_async() {
                 request.messages.len()
             )))
         });
-    let agent = Agent::builder().model(model).build().unwrap();
+    let agent = Agent::builder(model).build().unwrap();
     assert_eq!(agent.run("x").await.unwrap().output_text(), "1 messages");
 }
 
 #[tokio::test]
 async fn a_scripted_model_that_runs_out_says_so() {
-    let agent = Agent::builder()
-        .model(ScriptedModel::new([]))
-        .build()
-        .unwrap();
+    let agent = Agent::builder(ScriptedModel::new([])).build().unwrap();
     let err = agent.run("x").await.unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -23,9 +23,8 @@ fn wire_transfer(amount_usd: u64, to: String) -> String {
 }
 
 fn agent(script: Vec<CompletionResponse>) -> Agent {
-    Agent::builder()
+    Agent::builder(ScriptedModel::new(script))
         .name("payer")
-        .model(ScriptedModel::new(script))
         .tool(WireTransfer)
         .build()
         .unwrap()

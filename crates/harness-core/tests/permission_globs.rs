@@ -48,8 +48,7 @@ fn run_command(command: String) -> String {
 #[test]
 fn an_agent_with_a_rule_that_cannot_mean_what_it_says_is_not_built() {
     let policy = Permissions::new().deny(Rule::new("run_command").arg("command", "*rm -rf [/"));
-    let err = Agent::builder()
-        .model(TestModel::new())
+    let err = Agent::builder(TestModel::new())
         .tool(RunCommand)
         .permissions(policy)
         .build()
@@ -65,8 +64,7 @@ fn an_agent_with_a_rule_that_cannot_mean_what_it_says_is_not_built() {
     );
     // Written soundly, the same rule builds and denies.
     let policy = Permissions::new().deny(Rule::new("run_command").arg("command", "*rm -rf**"));
-    let agent = Agent::builder()
-        .model(TestModel::new())
+    let agent = Agent::builder(TestModel::new())
         .tool(RunCommand)
         .permissions(policy)
         .build()

@@ -5,7 +5,7 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::panic)]
 
-use harness_core::agent::{ANSWER_DOES_NOT_FIT, Agent, RunInput, StopReason};
+use harness_core::agent::{Agent, RunInput, StopReason};
 use harness_core::testing::{FunctionModel, ScriptedModel};
 use harness_core::{CompletionResponse, FinishReason, ModelSettings, Role, ToolChoice, tool};
 
@@ -27,8 +27,7 @@ async fn the_runs_settings_sit_over_the_agents_one_by_one() {
         CompletionResponse::text("a"),
         CompletionResponse::text("b"),
     ]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .settings(
             ModelSettings::new()
                 .with_temperature(0.7)
@@ -69,8 +68,7 @@ async fn a_native_model_gets_the_schema_and_answers_in_json() {
         }
     })
     .with_native_output(true);
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .tool(Weather)
         .output::<Forecast>()
         .build()
@@ -102,11 +100,7 @@ async fn a_native_answer_that_does_not_fit_is_sent_back_with_its_problems() {
         CompletionResponse::text("```json\n{\"city\": \"Oslo\", \"celsius\": 22}\n```"),
     ]));
     let native: std::sync::Arc<dyn harness_core::Llm> = std::sync::Arc::new(Native(model.clone()));
-    let agent = Agent::builder()
-        .shared_model(native)
-        .output::<Forecast>()
-        .build()
-        .unwrap();
+    let agent = Agent::builder(native).output::<Forecast>().build().unwrap();
     let state = agent.run("Weather?").await.unwrap();
     assert_eq!(state.output_as::<Forecast>().unwrap().celsius, 22);
     let asks: Vec<String> = state
@@ -117,7 +111,13 @@ async fn a_native_answer_that_does_not_fit_is_sent_back_with_its_problems() {
         .map(|m| m.text().to_string())
         .collect();
     assert_eq!(asks.len(), 2);
-    assert!(asks[0].starts_with(ANSWER_DOES_NOT_FIT), "{}", asks[0]);
+    assert!(
+        asks[0].starts_with(
+            "Your answer does not fit the schema. Answer again, with JSON only. Problems:"
+        ),
+        "{}",
+        asks[0]
+    );
     assert!(asks[0].contains("the answer is not JSON"), "{}", asks[0]);
     assert!(asks[1].contains("celsius"), "{}", asks[1]);
     assert!(model.records().iter().all(|r| r.output.is_some()));
@@ -128,8 +128,7 @@ async fn a_native_answer_cut_at_the_output_limit_is_truncated_not_parsed() {
     let model = ScriptedModel::new([
         CompletionResponse::text(r#"{"city": "Os"#).with_finish_reason(FinishReason::Length)
     ]);
-    let agent = Agent::builder()
-        .model(Native(std::sync::Arc::new(model)))
+    let agent = Agent::builder(Native(std::sync::Arc::new(model)))
         .output::<Forecast>()
         .build()
         .unwrap();

@@ -51,7 +51,7 @@ fn runtimes() -> [tokio::runtime::Runtime; 2] {
 #[test]
 fn stream_events_delivers_every_delta_then_finished() {
     for runtime in runtimes() {
-        let agent = Agent::builder().model(Burst).build().unwrap();
+        let agent = Agent::builder(Burst).build().unwrap();
         let events: Vec<AgentEvent> = runtime.block_on(async {
             agent
                 .stream_events("go")
@@ -75,7 +75,7 @@ fn stream_events_delivers_every_delta_then_finished() {
 #[test]
 fn stream_yields_the_whole_answer() {
     for runtime in runtimes() {
-        let agent = Agent::builder().model(Burst).build().unwrap();
+        let agent = Agent::builder(Burst).build().unwrap();
         let text: String = runtime.block_on(async {
             agent
                 .stream("go")
@@ -89,7 +89,7 @@ fn stream_yields_the_whole_answer() {
 
 #[test]
 fn the_blocking_stream_yields_the_whole_answer() {
-    let agent = Agent::builder().model(Burst).build().unwrap();
+    let agent = Agent::builder(Burst).build().unwrap();
     let text: String = agent
         .stream_blocking("go")
         .unwrap()

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness_core::{Ctx, Gate, Tool, ToolError, ToolSpec, Toolbox, async_trait, tool};
+use harness_core::{Ctx, Tool, ToolError, ToolSpec, Toolbox, async_trait, tool};
 use serde_json::{Value, json};
 
 /// Look up the current weather for a city.
@@ -56,20 +56,26 @@ fn dynamic(name: &str) -> Dynamic {
 
 #[test]
 fn registering_the_same_tool_twice_is_fine() {
-    let mut tools = Toolbox::new();
-    tools.register(GetWeather).unwrap();
-    tools.register(GetWeather).unwrap();
-    tools.register(dynamic("echo")).unwrap();
-    tools.register(dynamic("echo")).unwrap();
+    let shared: Arc<dyn Tool> = Arc::new(dynamic("echo"));
+    let tools = Toolbox::builder()
+        .tool(GetWeather)
+        .tool(GetWeather)
+        .tool(dynamic("echo"))
+        .tool(dynamic("echo"))
+        .tool(Arc::clone(&shared))
+        .build()
+        .unwrap();
     assert_eq!(tools.names().collect::<Vec<_>>(), ["get_weather", "echo"]);
     assert_eq!(tools.len(), 2);
 }
 
 #[test]
 fn a_different_tool_under_a_taken_name_says_how_to_rename() {
-    let mut tools = Toolbox::new();
-    tools.register(GetWeather).unwrap();
-    let err = tools.register(elsewhere::GetWeather).unwrap_err();
+    let err = Toolbox::builder()
+        .tool(GetWeather)
+        .tool(elsewhere::GetWeather)
+        .build()
+        .unwrap_err();
     assert!(err.is_configuration());
     assert_eq!(
         err.to_string(),
@@ -77,20 +83,41 @@ fn a_different_tool_under_a_taken_name_says_how_to_rename() {
          #[tool(name = \"...\")]"
     );
     // Same type, different spec: also a different tool.
-    let mut tools = Toolbox::new();
-    tools.register(dynamic("echo")).unwrap();
     let other = Dynamic(ToolSpec::new(
         "echo",
         "Something else.",
         json!({"type": "object"}),
     ));
-    assert!(tools.register(other).is_err());
+    let err = Toolbox::builder()
+        .tool(dynamic("echo"))
+        .tool(other)
+        .build()
+        .unwrap_err();
+    assert!(err.is_configuration());
+}
 
-    let built = Toolbox::builder()
+#[test]
+fn a_toolbox_grows_through_its_builder_keeping_its_approver() {
+    let tools = Toolbox::builder()
         .tool(GetWeather)
+        .approve(|_, _| false)
+        .build()
+        .unwrap()
+        .into_builder()
+        .tool(dynamic("echo"))
+        .build()
+        .unwrap();
+    assert_eq!(tools.names().collect::<Vec<_>>(), ["get_weather", "echo"]);
+    assert!(tools.can_ask());
+    let err = Toolbox::builder()
+        .tool(GetWeather)
+        .build()
+        .unwrap()
+        .into_builder()
         .tool(elsewhere::GetWeather)
-        .build();
-    assert!(built.unwrap_err().is_configuration());
+        .build()
+        .unwrap_err();
+    assert!(err.is_configuration());
 }
 
 #[tokio::test]
@@ -119,7 +146,7 @@ fn schemas_come_in_registration_order_ready_for_a_provider() {
     let tools = Toolbox::builder()
         .tool(WireTransfer)
         .tool(GetWeather)
-        .shared(Arc::new(dynamic("echo")))
+        .tool(Arc::new(dynamic("echo")) as Arc<dyn Tool>)
         .build()
         .unwrap();
     assert_eq!(
@@ -208,65 +235,23 @@ async fn a_sync_approver_rules_on_gated_calls_only() {
         .await
         .unwrap();
     assert_eq!(asked.load(Ordering::SeqCst), 2);
-
-    // A policy's "ask" gates an ungated tool; its "allow" is not asked twice.
-    let err = tools
-        .call_with(
-            "get_weather",
-            json!({"city": "Oslo"}),
-            &Ctx::new(),
-            Gate::Ask,
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        err.is_denied(),
-        "the approver refuses anything but wire_transfer"
-    );
-    let ok = tools
-        .call_with(
-            "wire_transfer",
-            json!({"amount_usd": 50_000, "to": "c"}),
-            &Ctx::new(),
-            Gate::Open,
-        )
-        .await
-        .unwrap();
-    assert_eq!(ok, "sent $50000 to c");
 }
 
 #[tokio::test]
 async fn an_async_approver_is_awaited() {
-    let tools = Toolbox::new().with_async_approver(|name, _arguments| async move {
-        tokio::task::yield_now().await;
-        name != "wire_transfer"
-    });
-    let mut tools = tools;
-    tools.register(WireTransfer).unwrap();
+    let tools = Toolbox::builder()
+        .tool(WireTransfer)
+        .approve_async(|name, _arguments| async move {
+            tokio::task::yield_now().await;
+            name != "wire_transfer"
+        })
+        .build()
+        .unwrap();
     let err = tools
         .call("wire_transfer", json!({"amount_usd": 1, "to": "x"}))
         .await
         .unwrap_err();
     assert!(err.is_denied());
-}
-
-#[tokio::test]
-async fn ctx_reaches_the_tool_through_call_with() {
-    /// Which tenant is this?
-    #[tool]
-    fn tenant(ctx: Ctx) -> String {
-        ctx.deps::<String>().cloned().unwrap_or_default()
-    }
-    let tools = Toolbox::builder().tool(Tenant).build().unwrap();
-    let ctx = Ctx::new().with_deps("acme".to_owned());
-    assert_eq!(
-        tools
-            .call_with("tenant", json!({}), &ctx, Gate::Declared)
-            .await
-            .unwrap(),
-        "acme"
-    );
-    assert_eq!(tools.call("tenant", json!({})).await.unwrap(), "");
 }
 
 #[test]

@@ -66,18 +66,17 @@ fn add(a: i64, b: i64) -> i64 {
 #[test]
 fn spans_use_the_genai_names() {
     let capture = std::sync::Arc::new(Capture::default());
-    let agent = Agent::builder()
-        .name("calculator")
-        .model(ScriptedModel::new([
-            CompletionResponse::from_tool_calls(vec![
-                ToolCall::new("add", json!({"a": 1, "b": 2})).with_id("1"),
-            ])
-            .with_usage(TokenUsage::new(12, 3, 15)),
-            CompletionResponse::text("3"),
-        ]))
-        .tool(Add)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![
+            ToolCall::new("add", json!({"a": 1, "b": 2})).with_id("1"),
+        ])
+        .with_usage(TokenUsage::new(12, 3, 15)),
+        CompletionResponse::text("3"),
+    ]))
+    .name("calculator")
+    .tool(Add)
+    .build()
+    .unwrap();
     tracing::subscriber::with_default(capture.clone(), || agent.run_blocking("1 + 2?").unwrap());
     let spans = capture.spans.lock().unwrap().clone();
     let field = |span: &Span, name: &str| {

@@ -211,7 +211,7 @@ impl<S: GraphState> Graph<S> {
     }
 
     /// An edge taken when `when` holds on the merged state after the wave. `name` is kept in
-    /// the [`Topology`]; the diagram draws a forward conditional edge with `▽` and a legend
+    /// the graph's shape; the diagram draws a forward conditional edge with `▽` and a legend
     /// (only a loop edge's note prints the name, as the original's diagram does).
     ///
     /// # Errors
@@ -370,11 +370,6 @@ impl<S: GraphState> Executor<S> {
     /// The graph drawn as text.
     pub fn diagram(&self) -> String {
         self.topology.diagram()
-    }
-
-    /// The graph's shape.
-    pub fn topology(&self) -> &Topology {
-        &self.topology
     }
 
     /// Runs from `state`, at most 50 waves.

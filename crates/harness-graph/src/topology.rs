@@ -6,7 +6,7 @@ use crate::error::GraphError;
 
 /// How an edge is conditioned, as far as its shape is concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Condition {
+pub(crate) enum Condition {
     /// A condition with a name (a named predicate): a loop edge's diagram note prints it.
     Named(String),
     /// A condition without a name (a closure).
@@ -16,7 +16,7 @@ pub enum Condition {
 /// One node: its name and whether it starts or ends the graph (`end` only styles the
 /// diagram; execution never consults it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeInfo {
+pub(crate) struct NodeInfo {
     /// The node's name.
     pub name: String,
     /// Whether the node runs in the first wave.
@@ -27,7 +27,7 @@ pub struct NodeInfo {
 
 /// One edge, in `connect` order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EdgeInfo {
+pub(crate) struct EdgeInfo {
     /// The source's index in registration order.
     pub source: usize,
     /// The target's index in registration order.
@@ -41,7 +41,7 @@ pub struct EdgeInfo {
 /// A loop edge with its body: the target and everything reachable from it over forward
 /// edges, re-run when the edge is taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopInfo {
+pub(crate) struct LoopInfo {
     /// The loop edge's source.
     pub source: usize,
     /// The loop edge's target (the loop head).
@@ -54,7 +54,7 @@ pub struct LoopInfo {
 
 /// The shape of a graph: nodes in registration order and edges in `connect` order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Topology {
+pub(crate) struct Topology {
     nodes: Vec<NodeInfo>,
     edges: Vec<EdgeInfo>,
     index: HashMap<String, usize>,
@@ -62,7 +62,7 @@ pub struct Topology {
 
 impl Topology {
     /// An empty graph.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -70,7 +70,7 @@ impl Topology {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] for a name already taken.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         name: impl Into<String>,
         start: bool,
@@ -92,7 +92,7 @@ impl Topology {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] naming an unknown node (the source is checked first).
-    pub fn connect(
+    pub(crate) fn connect(
         &mut self,
         source: &str,
         target: &str,
@@ -114,7 +114,7 @@ impl Topology {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] when none is.
-    pub fn position(&self, name: &str) -> Result<usize, GraphError> {
+    pub(crate) fn position(&self, name: &str) -> Result<usize, GraphError> {
         self.index.get(name).copied().ok_or_else(|| {
             let known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
             GraphError::Configuration(format!(
@@ -129,12 +129,12 @@ impl Topology {
     }
 
     /// The nodes, in registration order.
-    pub fn nodes(&self) -> &[NodeInfo] {
+    pub(crate) fn nodes(&self) -> &[NodeInfo] {
         &self.nodes
     }
 
     /// The edges, in `connect` order.
-    pub fn edges(&self) -> &[EdgeInfo] {
+    pub(crate) fn edges(&self) -> &[EdgeInfo] {
         &self.edges
     }
 
@@ -143,7 +143,7 @@ impl Topology {
     ///
     /// # Errors
     /// [`GraphError::Configuration`] saying what is wrong and how to fix it.
-    pub fn validate(&self) -> Result<(), GraphError> {
+    pub(crate) fn validate(&self) -> Result<(), GraphError> {
         if !self.nodes.iter().any(|n| n.start) {
             return Err(GraphError::Configuration(
                 "Graph has no start node; register at least one node with start".to_owned(),
@@ -188,7 +188,7 @@ impl Topology {
 
     /// Each node's forward predecessors with their conditions: sources walked in
     /// registration order, each source's edges in `connect` order.
-    pub fn predecessors(&self) -> Vec<Vec<(usize, Option<Condition>)>> {
+    pub(crate) fn predecessors(&self) -> Vec<Vec<(usize, Option<Condition>)>> {
         let mut predecessors = vec![Vec::new(); self.nodes.len()];
         for at in self.edges_by_source(false) {
             let edge = &self.edges[at];
@@ -210,7 +210,7 @@ impl Topology {
 
     /// The loop edges (sources in registration order, then `connect` order) with their
     /// bodies.
-    pub fn loops(&self) -> Vec<LoopInfo> {
+    pub(crate) fn loops(&self) -> Vec<LoopInfo> {
         self.edges_by_source(true)
             .into_iter()
             .map(|at| {

@@ -294,9 +294,9 @@ async fn agents_as_nodes_run_in_parallel_branches() {
     + Sync {
         move |mut s: Research| {
             Box::pin(async move {
-                let agent = Agent::builder()
-                    .model(TestModel::new().with_text(format!("all about {topic}")))
-                    .build()?;
+                let agent =
+                    Agent::builder(TestModel::new().with_text(format!("all about {topic}")))
+                        .build()?;
                 let state = agent.run(format!("Tell me about {topic}")).await?;
                 s.answers
                     .insert(topic.to_owned(), state.output_text().to_owned());

@@ -6,7 +6,8 @@ use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use harness_core::channel::channel_stream;
 use harness_core::{
-    Agent, AgentEvent, AgentState, BoxStream, Budget, Error, Llm, Result, TokenUsage, Tool, Toolbox,
+    Agent, AgentEvent, AgentState, BoxStream, Budget, Error, IntoTool, Llm, Result, TokenUsage,
+    Tool, Toolbox,
 };
 use serde::Deserialize;
 
@@ -121,14 +122,15 @@ pub struct DeepResearchBuilder {
 }
 
 impl DeepResearchBuilder {
-    /// A tool every researcher gets.
+    /// A tool every researcher gets: a value or an `Arc<dyn Tool>`.
     #[must_use]
-    pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.extra_tools.push(Arc::new(tool));
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.extra_tools.push(tool.into_tool());
         self
     }
 
-    /// The toolbox every researcher gets (replacing any tools given before).
+    /// The toolbox every researcher gets (its approval callback included); tools given with
+    /// [`DeepResearchBuilder::tool`] join it.
     #[must_use]
     pub fn toolbox(mut self, tools: Toolbox) -> Self {
         self.research.tools = tools;
@@ -191,8 +193,12 @@ impl DeepResearchBuilder {
     /// `n_parallel` below 1, or `n_parallel` together with `sequential`, or two tools with one
     /// name.
     pub fn build(mut self) -> Result<DeepResearch> {
-        for tool in self.extra_tools.drain(..) {
-            self.research.tools.register_shared(tool)?;
+        if !self.extra_tools.is_empty() {
+            let tools = std::mem::take(&mut self.research.tools);
+            self.research.tools = tools
+                .into_builder()
+                .tools(self.extra_tools.drain(..))
+                .build()?;
         }
         let r = &self.research;
         if r.max_sub_questions < 1 {
@@ -324,8 +330,7 @@ impl DeepResearch {
     }
 
     async fn plan(&self, query: &str, usage: &mut TokenUsage) -> Result<Vec<String>> {
-        let planner = Agent::builder()
-            .shared_model(Arc::clone(&self.model))
+        let planner = Agent::builder(Arc::clone(&self.model))
             .system(format!(
                 "{}\n\nReturn at most {} sub-questions.",
                 self.planner_system, self.max_sub_questions
@@ -348,8 +353,7 @@ impl DeepResearch {
     }
 
     fn researcher(&self, index: usize) -> Result<Agent> {
-        Agent::builder()
-            .shared_model(Arc::clone(&self.model))
+        Agent::builder(Arc::clone(&self.model))
             .system(self.researcher_system.clone())
             .name(format!("researcher-{}", index + 1))
             .toolbox(self.tools.clone())
@@ -450,8 +454,7 @@ impl DeepResearch {
         usage: &mut TokenUsage,
         emit: &(dyn Fn(ResearchEvent) + Sync),
     ) -> Result<String> {
-        let synthesizer = Agent::builder()
-            .shared_model(Arc::clone(&self.model))
+        let synthesizer = Agent::builder(Arc::clone(&self.model))
             .system(self.synthesizer_system.clone())
             .name("synthesizer")
             .build()?;

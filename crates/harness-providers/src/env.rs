@@ -1,7 +1,5 @@
 //! Choosing a model from the environment, so a first program runs anywhere.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,79 +114,114 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
     }
 }
 
+/// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
+fn looked_for() -> String {
+    let keys: Vec<&str> = KEYED.iter().map(|(var, _, _)| *var).collect();
+    let servers: Vec<String> = LOCAL
+        .iter()
+        .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
+        .collect();
+    format!(
+        "DEEPHARNESS_MODEL is not set, none of {} is set, and no local server answered ({})",
+        keys.join(", "),
+        servers.join(", ")
+    )
+}
+
 /// The model a program should use when it names none:
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
 /// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, then the
 ///    gateways), with a small default model;
-/// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM),
-///    with the first model it lists;
-/// 4. else the offline [`TestModel`], and the reason says so.
+/// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
+///    at once, each given under a second), with the first model it lists.
+///
+/// [`model_from_env_or_test`] falls back to the offline [`TestModel`] instead of failing.
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when `DEEPHARNESS_MODEL` is
-/// set but not usable.
-pub fn model_from_env() -> Result<ModelChoice> {
+/// set but not usable, or when nothing is configured: the message lists every place looked.
+pub async fn model_from_env() -> Result<ModelChoice> {
+    found_in_env().await?.ok_or_else(|| {
+        Error::configuration(format!(
+            "no model is configured: {}. Set DEEPHARNESS_MODEL=provider:model (e.g. \
+             openai:gpt-4o-mini) or an API key, start a local server, or call \
+             model_from_env_or_test() to run on the offline TestModel",
+            looked_for()
+        ))
+    })
+}
+
+/// [`model_from_env`], or the offline [`TestModel`] when nothing is configured (the reason
+/// says so): what examples and first programs use, so they run anywhere.
+///
+/// # Errors
+/// A [`Configuration`](harness_core::ErrorKind::Configuration) error when `DEEPHARNESS_MODEL` is
+/// set but not usable: a mistake is reported, not papered over with the test model.
+pub async fn model_from_env_or_test() -> Result<ModelChoice> {
+    Ok(found_in_env().await?.unwrap_or_else(|| ModelChoice {
+        model: Arc::new(TestModel::new()),
+        reason: format!("{}; using the offline TestModel", looked_for()),
+    }))
+}
+
+/// The configured model, `None` when nothing is configured.
+async fn found_in_env() -> Result<Option<ModelChoice>> {
     if let Some(spec) = env_nonempty("DEEPHARNESS_MODEL") {
-        return Ok(ModelChoice {
+        return Ok(Some(ModelChoice {
             model: model_from_spec(&spec)?,
             reason: format!("DEEPHARNESS_MODEL is {spec}"),
-        });
+        }));
     }
     for (var, provider, model) in KEYED {
         if env_nonempty(var).is_some() {
-            return Ok(ModelChoice {
+            return Ok(Some(ModelChoice {
                 model: model_from_spec(&format!("{provider}:{model}"))?,
                 reason: format!(
                     "{var} is set; using {provider}:{model} (set DEEPHARNESS_MODEL to choose)"
                 ),
-            });
+            }));
         }
     }
-    for (service, port) in LOCAL {
-        if let Some(model) = probe_local(*port) {
+    let client = crate::client_builder()?
+        .connect_timeout(Duration::from_millis(150))
+        .timeout(Duration::from_millis(800))
+        .build()
+        .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;
+    // Every server asked at once: nothing configured costs one timeout, not four.
+    let answers =
+        futures_util::future::join_all(LOCAL.iter().map(|(_, port)| probe_local(&client, *port)))
+            .await;
+    for ((service, port), answer) in LOCAL.iter().zip(answers) {
+        if let Some(model) = answer {
             let built = OpenAiBuilder::for_service(*service, model.clone()).build()?;
-            return Ok(ModelChoice {
+            return Ok(Some(ModelChoice {
                 model: Arc::new(built),
                 reason: format!(
                     "a {} server answers on 127.0.0.1:{port}; using {model}",
                     service.id
                 ),
-            });
+            }));
         }
     }
-    Ok(ModelChoice {
-        model: Arc::new(TestModel::new()),
-        reason: "no provider is configured (no DEEPHARNESS_MODEL, no API key, no local server); \
-                 using the offline TestModel"
-            .to_owned(),
-    })
+    Ok(None)
 }
 
 /// Asks a loopback OpenAI-compatible server for its models; the first one's id, or
 /// `default` when it answers without a list.
-fn probe_local(port: u16) -> Option<String> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_millis(150)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_millis(800)))
+async fn probe_local(client: &reqwest::Client, port: u16) -> Option<String> {
+    let response = client
+        .get(format!("http://127.0.0.1:{port}/v1/models"))
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
         .ok()?;
-    stream
-        .set_write_timeout(Some(Duration::from_millis(300)))
-        .ok()?;
-    let request = format!(
-        "GET /v1/models HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = Vec::new();
-    stream.take(1 << 20).read_to_end(&mut answer).ok()?;
-    let answer = String::from_utf8_lossy(&answer);
-    let (head, body) = answer.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1);
-    if !head.starts_with("HTTP/1.") || status != Some("200") {
+    if response.status() != reqwest::StatusCode::OK {
         return None;
     }
-    let listed = serde_json::from_str::<serde_json::Value>(body)
+    // A model list is small; a server that sends megabytes is not one of these.
+    let body = response.bytes().await.ok()?;
+    let listed = serde_json::from_slice::<serde_json::Value>(&body[..body.len().min(1 << 20)])
         .ok()
         .and_then(|v| {
             v.get("data")?
@@ -237,7 +270,19 @@ mod tests {
     }
 
     #[test]
-    fn a_local_server_is_found_by_its_model_list() {
+    fn nothing_configured_names_every_place_looked() {
+        let text = looked_for();
+        for (var, _, _) in KEYED {
+            assert!(text.contains(var), "{text}");
+        }
+        for port in ["11434", "8080", "1234", "8000"] {
+            assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+        }
+        assert!(text.starts_with("DEEPHARNESS_MODEL is not set"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_local_server_is_found_by_its_model_list() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
         let port = listener.local_addr().expect("an address").port();
         let server = std::thread::spawn(move || {
@@ -245,16 +290,21 @@ mod tests {
                 let mut request = [0_u8; 1024];
                 let _ = std::io::Read::read(&mut socket, &mut request);
                 let body = r#"{"object":"list","data":[{"id":"smollm2","object":"model"}]}"#;
-                let _ = write!(
-                    socket,
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                    body.len()
+                let _ = std::io::Write::write_fmt(
+                    &mut socket,
+                    format_args!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    ),
                 );
             }
         });
-        assert_eq!(probe_local(port).as_deref(), Some("smollm2"));
+        let client = crate::client_builder()
+            .and_then(|b| b.build().map_err(|e| Error::configuration(e.to_string())))
+            .expect("a client");
+        assert_eq!(probe_local(&client, port).await.as_deref(), Some("smollm2"));
         server.join().ok();
         // Nothing listens there any more.
-        assert_eq!(probe_local(port), None);
+        assert_eq!(probe_local(&client, port).await, None);
     }
 }

@@ -10,7 +10,8 @@
 //! - [`SseDecoder`]: server-sent events to the WHATWG rules.
 //! - Wrappers, each itself an `Llm`: [`Fallback`], [`Caching`], [`RateLimited`],
 //!   [`Retrying`].
-//! - [`model_from_env`]: the model a program should use when it names none.
+//! - [`model_from_env`]: the model a program should use when it names none;
+//!   [`model_from_env_or_test`] falls back to the offline test model.
 //!
 //! Every failure is a [`harness_core::Error`]: a [`Provider`](harness_core::ErrorKind::Provider)
 //! error for what the vendor or the network did (status, vendor error type and message, a body
@@ -29,7 +30,7 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
-pub use env::{ModelChoice, model_from_env, model_from_spec};
+pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use http::{HttpClient, HttpConfig, RetryPolicy};
 pub use openai::{
@@ -39,7 +40,7 @@ pub use openai::{
 pub use rest::{StreamFormat, decode_stream};
 pub use sse::{SseDecoder, SseEvent};
 pub use tls::client_builder;
-pub use wrappers::{Caching, Fallback, RateLimited, Retrying};
+pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 
 /// Reading each vendor's non-streamed answer, public for tests and for tools that replay
 /// recorded traffic.

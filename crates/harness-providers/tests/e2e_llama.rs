@@ -115,8 +115,7 @@ async fn a_prompt_over_the_context_is_a_typed_400() {
 #[ignore = "needs a real llama.cpp server: run by `cargo xtask e2e-llama`"]
 async fn an_agent_runs_end_to_end() {
     let model = server();
-    let agent = Agent::builder()
-        .model(model)
+    let agent = Agent::builder(model)
         .system("You are a concise assistant.")
         .build()
         .unwrap();

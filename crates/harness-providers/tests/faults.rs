@@ -1799,8 +1799,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
             fault.steps(vendor, streamed)
         })
         .await;
-        let agent = Agent::builder()
-            .model(vendor.model(&server.url, Knobs::default()))
+        let agent = Agent::builder(vendor.model(&server.url, Knobs::default()))
             .tool(Note)
             .build()
             .unwrap();
@@ -1855,8 +1854,7 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             }
         })
         .await;
-        let agent = Agent::builder()
-            .model(vendor.model(&server.url, Knobs::default()))
+        let agent = Agent::builder(vendor.model(&server.url, Knobs::default()))
             .tool(Note)
             .build()
             .unwrap();
@@ -1894,8 +1892,7 @@ fn agent_truncated_probe(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             let server =
                 FaultServer::always(json_body(&vendor.text_answer("half an ans", false))).await;
-            let agent = Agent::builder()
-                .model(vendor.model(&server.url, Knobs::default()))
+            let agent = Agent::builder(vendor.model(&server.url, Knobs::default()))
                 .build()
                 .unwrap();
             let state = agent.run("go").await.unwrap();

@@ -426,8 +426,7 @@ async fn an_agent_runs_the_recorded_exchange_through_the_provider() {
         .base_url(&server.url)
         .build()
         .unwrap();
-    let agent = harness_core::Agent::builder()
-        .model(model)
+    let agent = harness_core::Agent::builder(model)
         .tool(GetCapital)
         .build()
         .unwrap();

@@ -9,6 +9,7 @@
 )]
 
 use harness_core::Request;
+use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ use harness_core::testing::{FunctionModel, ScriptedModel};
 use harness_core::{
     Block, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Thinking, ToolCall,
 };
-use harness_providers::{Caching, Fallback, RateLimited, Retrying};
+use harness_providers::{Fallback, LlmExt as _};
 use serde_json::json;
 
 fn failing(error: fn() -> Error) -> FunctionModel {
@@ -31,25 +32,15 @@ fn provider_error() -> Error {
 
 #[tokio::test]
 async fn fallback_moves_on_for_provider_errors_only() {
-    let model = Fallback::new(
-        failing(provider_error),
-        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
-            "b",
-        )]))],
-    )
-    .unwrap();
+    let model =
+        failing(provider_error).with_fallback(ScriptedModel::new([CompletionResponse::text("b")]));
     assert_eq!(
         model.generate(Request::new(&[])).await.unwrap().content(),
         "b"
     );
 
-    let model = Fallback::new(
-        failing(|| Error::configuration("my bug")),
-        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
-            "b",
-        )]))],
-    )
-    .unwrap();
+    let model = failing(|| Error::configuration("my bug"))
+        .with_fallback(ScriptedModel::new([CompletionResponse::text("b")]));
     let err = model.generate(Request::new(&[])).await.unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -57,35 +48,35 @@ async fn fallback_moves_on_for_provider_errors_only() {
         "a bug of yours is not a flaky vendor"
     );
 
-    let model = Fallback::new(
-        failing(provider_error),
-        vec![Arc::new(failing(provider_error))],
-    )
-    .unwrap();
+    // A chain extends rather than nests.
+    let model = failing(provider_error)
+        .with_fallback(failing(provider_error))
+        .with_fallback(failing(provider_error));
+    assert_eq!(model.models().len(), 3);
     let err = model.generate(Request::new(&[])).await.unwrap_err();
     assert!(err.is_provider());
     assert!(
         err.to_string()
-            .contains("all 2 providers failed; last error: x request failed with HTTP 503"),
+            .contains("all 3 providers failed; last error: x request failed with HTTP 503"),
         "{err}"
     );
 
-    let err = Fallback::new(failing(provider_error), vec![]).unwrap_err();
+    // A condition of your own: here, configuration errors fall through too.
+    let model = Fallback::new(
+        failing(|| Error::configuration("my bug")),
+        ScriptedModel::new([CompletionResponse::text("b")]),
+    )
+    .with_condition(Error::is_configuration);
     assert_eq!(
-        err.to_string(),
-        "Fallback needs a second provider to fall back to"
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        "b"
     );
 }
 
 #[tokio::test]
 async fn fallback_streams_fall_through_only_before_the_first_event() {
-    let model = Fallback::new(
-        failing(provider_error),
-        vec![Arc::new(ScriptedModel::new([CompletionResponse::text(
-            "second",
-        )]))],
-    )
-    .unwrap();
+    let model = failing(provider_error)
+        .with_fallback(ScriptedModel::new([CompletionResponse::text("second")]));
     let events: Vec<LlmEvent> = model
         .stream_events(Request::new(&[]))
         .map(|e| e.unwrap())
@@ -114,7 +105,7 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
         }
     }
     let backup = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
-    let model = Fallback::new(HalfThenFail, vec![backup.clone()]).unwrap();
+    let model = HalfThenFail.with_fallback(Arc::clone(&backup));
     let items: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
     assert_eq!(items.len(), 2);
     assert!(items[1].as_ref().unwrap_err().is_provider());
@@ -138,7 +129,8 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
         ])
         .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")])
     });
-    let cache = Caching::new(inner).maxsize(2).unwrap();
+    let cache = inner.cached().with_capacity(NonZeroUsize::new(2).unwrap());
+    assert_eq!(cache.capacity().get(), 2);
     let a = [Message::user("a")];
     let b = [Message::user("b")];
     let c = [Message::user("c")];
@@ -173,9 +165,9 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     cache.generate(Request::new(&a)).await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before + 2);
 
-    let short = Caching::new(ScriptedModel::new(vec![CompletionResponse::text("x"); 2]))
-        .ttl(Duration::from_millis(20))
-        .unwrap();
+    let short = ScriptedModel::new(vec![CompletionResponse::text("x"); 2])
+        .cached()
+        .with_ttl(Duration::from_millis(20));
     short.generate(Request::new(&a)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(40)).await;
     short.generate(Request::new(&a)).await.unwrap();
@@ -185,27 +177,22 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
         "an expired entry is a miss"
     );
 
-    assert_eq!(
-        Caching::new(ScriptedModel::new([]))
-            .maxsize(0)
-            .err()
-            .unwrap()
-            .to_string(),
-        "Caching.maxsize must be at least 1, got 0"
-    );
+    // A zero time to live serves nothing from the cache.
+    let none = ScriptedModel::new(vec![CompletionResponse::text("x"); 2])
+        .cached()
+        .with_ttl(Duration::ZERO);
+    none.generate(Request::new(&a)).await.unwrap();
+    none.generate(Request::new(&a)).await.unwrap();
+    assert_eq!((none.hits(), none.misses()), (0, 2));
 }
 
 #[tokio::test]
 async fn rate_limited_spaces_calls_and_is_shared() {
     let model = Arc::new(
-        RateLimited::new(
-            ScriptedModel::new(vec![CompletionResponse::text("x"); 3]),
-            20.0,
-        )
-        .unwrap()
-        .burst(1)
-        .unwrap(),
+        ScriptedModel::new(vec![CompletionResponse::text("x"); 3])
+            .rate_limited(Duration::from_millis(50)),
     );
+    assert_eq!(model.burst().get(), 1);
     let started = Instant::now();
     let calls = (0..3).map(|_| {
         let model = Arc::clone(&model);
@@ -219,12 +206,22 @@ async fn rate_limited_spaces_calls_and_is_shared() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(
-        RateLimited::new(ScriptedModel::new([]), 0.0)
-            .err()
-            .unwrap()
-            .to_string(),
-        "RateLimited.rps must be positive, got 0"
+
+    // A burst lets that many go at once; a zero interval does not limit.
+    let burst = ScriptedModel::new(vec![CompletionResponse::text("x"); 3])
+        .rate_limited(Duration::from_secs(3600))
+        .with_burst(NonZeroU32::new(3).unwrap());
+    let unlimited =
+        ScriptedModel::new(vec![CompletionResponse::text("x"); 3]).rate_limited(Duration::ZERO);
+    let started = Instant::now();
+    for _ in 0..3 {
+        burst.generate(Request::new(&[])).await.unwrap();
+        unlimited.generate(Request::new(&[])).await.unwrap();
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
     );
 }
 
@@ -234,7 +231,7 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
         CompletionResponse::text("  "),
         CompletionResponse::text("there"),
     ]);
-    let model = Retrying::new(scripted).backoff(Duration::ZERO);
+    let model = scripted.retrying(1).with_backoff(Duration::ZERO);
     assert_eq!(
         model.generate(Request::new(&[])).await.unwrap().content(),
         "there"
@@ -244,7 +241,7 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
         CompletionResponse::text(""),
         CompletionResponse::text("streamed"),
     ]);
-    let model = Retrying::new(scripted).backoff(Duration::ZERO);
+    let model = scripted.retrying(1).with_backoff(Duration::ZERO);
     let events: Vec<LlmEvent> = model
         .stream_events(Request::new(&[]))
         .map(|e| e.unwrap())
@@ -254,23 +251,34 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
     assert_eq!(events.len(), 2);
 
     let scripted = ScriptedModel::new([CompletionResponse::text(""), CompletionResponse::text("")]);
-    let model = Retrying::new(scripted)
-        .attempts(2)
-        .unwrap()
-        .backoff(Duration::ZERO);
+    let model = scripted.retrying(1).with_backoff(Duration::ZERO);
+    assert_eq!(model.retries(), 1);
     assert_eq!(
         model.generate(Request::new(&[])).await.unwrap().content(),
         "",
         "the last answer, even empty"
     );
     assert_eq!(model.inner().remaining(), 0);
+
+    // No retries: one call, whatever it brings.
+    let scripted =
+        ScriptedModel::new([CompletionResponse::text(""), CompletionResponse::text("x")]);
+    let model = scripted.retrying(0);
+    assert_eq!(
+        model.generate(Request::new(&[])).await.unwrap().content(),
+        ""
+    );
+    assert_eq!(model.inner().remaining(), 1);
 }
 
 #[tokio::test]
 async fn wrappers_compose_and_inner_reaches_down() {
     let x = ScriptedModel::new([CompletionResponse::text("deep")]);
-    let model =
-        Caching::new(RateLimited::new(Retrying::new(x).backoff(Duration::ZERO), 50.0).unwrap());
+    let model = x
+        .retrying(1)
+        .with_backoff(Duration::ZERO)
+        .rate_limited(Duration::from_millis(20))
+        .cached();
     assert_eq!(
         model.generate(Request::new(&[])).await.unwrap().content(),
         "deep"

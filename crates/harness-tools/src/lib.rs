@@ -19,11 +19,10 @@
 //!     .allow(Rule::new(ToolName::RunCommand).arg("command", "git log*"))
 //!     .ask(ToolName::WriteFile)
 //!     .deny(Rule::new(ToolName::RunCommand).arg("command", "*rm -rf*"));
-//! let agent = Agent::builder()
-//!     .model(harness_core::testing::TestModel::new())
+//! let agent = Agent::builder(harness_core::testing::TestModel::new())
 //!     .toolbox(harness_core::Toolbox::builder()
 //!         .tools(file_tools(&workspace, FileToolsConfig::default()))
-//!         .shared(shell_tool(&workspace, ShellConfig::default()))
+//!         .tool(shell_tool(&workspace, ShellConfig::default()))
 //!         .build()?)
 //!     .permissions(permissions)
 //!     .build()?;

@@ -53,10 +53,10 @@ fn fake_with(mode: &str, env: &[(&str, &str)]) -> McpServer {
         "-q".into(),
     ])
     .unwrap()
-    .env("FAKE_MCP", mode)
-    .requires_approval(false);
+    .with_env("FAKE_MCP", mode)
+    .with_requires_approval(false);
     for (key, value) in env {
-        server = server.env(key, value);
+        server = server.with_env(key, value);
     }
     server
 }
@@ -395,7 +395,7 @@ fn assert_timeout(err: &McpError, method: &str, started: Instant, limit: Duratio
     assert_eq!(err.kind(), McpErrorKind::Timeout);
     assert!(err.message().contains(method), "{err}");
     assert!(err.message().contains("300ms"), "{err}");
-    assert!(err.message().contains("McpServer::timeout"), "{err}");
+    assert!(err.message().contains("McpServer::with_timeout"), "{err}");
     let elapsed = started.elapsed();
     assert!(elapsed >= SHORT, "gave up early: {elapsed:?}");
     assert!(elapsed < limit, "took {elapsed:?}");
@@ -409,7 +409,7 @@ fn assert_timeout(err: &McpError, method: &str, started: Instant, limit: Duratio
 async fn a_silent_server_times_out_in_the_handshake_and_is_killed() {
     let pidfile = temp_file("silent-pid");
     let server =
-        fake_with("silent", &[("FAKE_MCP_PIDFILE", pidfile.to_str().unwrap())]).timeout(SHORT);
+        fake_with("silent", &[("FAKE_MCP_PIDFILE", pidfile.to_str().unwrap())]).with_timeout(SHORT);
     let started = Instant::now();
     let err = server.connect().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
@@ -427,7 +427,7 @@ async fn a_silent_server_times_out_in_the_handshake_and_is_killed() {
 
 #[tokio::test]
 async fn a_call_that_is_never_answered_times_out_and_is_cancelled() {
-    let server = fake("tools").timeout(SHORT);
+    let server = fake("tools").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("never", json!({})).await.unwrap_err();
@@ -454,7 +454,7 @@ async fn a_call_that_is_never_answered_times_out_and_is_cancelled() {
 
 #[tokio::test]
 async fn a_half_written_line_then_silence_times_out() {
-    let server = fake("tools").name("half-writer").timeout(SHORT);
+    let server = fake("tools").with_name("half-writer").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("half", json!({})).await.unwrap_err();
@@ -469,7 +469,7 @@ async fn a_half_written_line_then_silence_times_out() {
 
 #[tokio::test]
 async fn answers_with_the_wrong_ids_time_out() {
-    let server = fake("tools").timeout(SHORT);
+    let server = fake("tools").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("wrong_id", json!({})).await.unwrap_err();
@@ -489,7 +489,7 @@ async fn answers_with_the_wrong_ids_time_out() {
 /// stray answers are skipped and the handshake times out, typed, as any request would.
 #[tokio::test]
 async fn a_server_that_answers_only_with_wrong_ids_times_out_in_the_handshake() {
-    let server = fake("wrong_ids").timeout(SHORT);
+    let server = fake("wrong_ids").with_timeout(SHORT);
     let started = Instant::now();
     let err = server.connect().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
@@ -512,14 +512,13 @@ async fn junk_on_stdout_is_skipped() {
 
 #[tokio::test]
 async fn a_timeout_inside_an_agent_run_reaches_the_model_as_the_result() {
-    let server = fake("tools").timeout(SHORT);
+    let server = fake("tools").with_timeout(SHORT);
     let tools = server.tools().await.unwrap();
     let model = Arc::new(ScriptedModel::new([
         CompletionResponse::from_tool_calls(vec![ToolCall::new("never", json!({})).with_id("1")]),
         CompletionResponse::text("gave up"),
     ]));
-    let agent = Agent::builder()
-        .shared_model(model.clone())
+    let agent = Agent::builder(model.clone())
         .toolbox(Toolbox::builder().tools(tools).build().unwrap())
         .build()
         .unwrap();
@@ -545,7 +544,7 @@ async fn a_timeout_inside_an_agent_run_reaches_the_model_as_the_result() {
 
 #[tokio::test]
 async fn two_calls_to_one_server_are_in_flight_at_once() {
-    let server = fake("tools").timeout(Duration::from_secs(5));
+    let server = fake("tools").with_timeout(Duration::from_secs(5));
     server.connect().await.unwrap();
     // `first` is answered only after `second` has reached the server.
     let (first, second) = tokio::join!(server.call("first", json!({})), async {
@@ -942,7 +941,7 @@ async fn handle_http(mut socket: TcpStream, mode: &'static str) {
 #[tokio::test]
 async fn a_reply_stream_of_only_comments_times_out() {
     let url = http_server("comments").await;
-    let server = McpServer::http(&url, &[]).unwrap().timeout(SHORT);
+    let server = McpServer::http(&url, &[]).unwrap().with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("think", json!({})).await.unwrap_err();
@@ -955,7 +954,7 @@ async fn an_http_answer_with_the_wrong_id_times_out() {
     let url = http_server("wrong_id").await;
     let server = McpServer::http(&url, &[("Authorization".to_owned(), "Bearer t".to_owned())])
         .unwrap()
-        .timeout(SHORT);
+        .with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
     let err = server.call("anything", json!({})).await.unwrap_err();
@@ -966,7 +965,7 @@ async fn an_http_answer_with_the_wrong_id_times_out() {
 #[tokio::test]
 async fn a_silent_http_server_times_out_in_the_handshake() {
     let url = http_server("silent").await;
-    let server = McpServer::http(&url, &[]).unwrap().timeout(SHORT);
+    let server = McpServer::http(&url, &[]).unwrap().with_timeout(SHORT);
     let started = Instant::now();
     let err = server.list_tools().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
@@ -1042,7 +1041,7 @@ impl Transport for InMemory {
 #[tokio::test]
 async fn a_transport_of_ones_own_gets_timeouts_and_keeps_its_error_kinds() {
     let transport = InMemory::default();
-    let server = McpServer::new(transport.clone()).timeout(SHORT);
+    let server = McpServer::new(transport.clone()).with_timeout(SHORT);
     let names: Vec<String> = server
         .list_tools()
         .await

@@ -148,15 +148,16 @@ async fn server_filesystem_over_stdio() {
 #[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn an_agent_on_test_model_uses_server_filesystem_tools() {
     let dir = sandbox("agent");
-    let server = Arc::new(filesystem_server(&dir).requires_approval(false));
+    let server = Arc::new(filesystem_server(&dir).with_requires_approval(false));
     let tools = server.tools().await.unwrap();
     let names: Vec<String> = tools.iter().map(|t| t.spec().name.clone()).collect();
     let toolbox = Toolbox::builder().tools(tools).build().unwrap();
-    let agent = Agent::builder()
-        .model(TestModel::new().calling_only(["list_allowed_directories", "list_directory"]))
-        .toolbox(toolbox)
-        .build()
-        .unwrap();
+    let agent = Agent::builder(
+        TestModel::new().with_only_tools(["list_allowed_directories", "list_directory"]),
+    )
+    .toolbox(toolbox)
+    .build()
+    .unwrap();
     let state = agent.run("What is in the sandbox?").await.unwrap();
     assert!(state.answered(), "{state:?}");
     let output = state.output_text();

@@ -6,7 +6,7 @@ use super::{Agent, RunInput};
 use crate::error::ToolError;
 use crate::tool::{Ctx, Tool, ToolSpec};
 
-/// A sub-agent behind the [`Tool`] trait; see [`Agent::as_tool`].
+/// A sub-agent behind the [`Tool`] trait; see [`Agent::as_tool`] and [`Agent::as_named_tool`].
 ///
 /// The model sends one `input` string; the sub-agent runs on it with the caller's
 /// dependencies (so a delegated run keeps the same scope), and its answer is the call's

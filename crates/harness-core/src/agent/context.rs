@@ -41,8 +41,10 @@ where
 /// ```
 /// use harness_core::agent::ContextPolicy;
 ///
-/// let policy = ContextPolicy::new().max_tokens(100_000).tool_result_chars(Some(8_000));
-/// assert_eq!(policy.max_tokens_limit(), Some(100_000));
+/// let policy = ContextPolicy::new()
+///     .with_max_tokens(100_000)
+///     .with_tool_result_chars(Some(8_000));
+/// assert_eq!(policy.max_tokens(), Some(100_000));
 /// ```
 #[derive(Clone)]
 pub struct ContextPolicy {
@@ -80,42 +82,45 @@ impl ContextPolicy {
         Self::default()
     }
 
-    /// Bounds what is sent to about `max_tokens` (at least 1).
-    pub fn max_tokens(mut self, max_tokens: usize) -> Self {
+    /// Bounds what is sent to about `max_tokens` (at least 1, checked when the agent is
+    /// built).
+    pub fn with_max_tokens(mut self, max_tokens: usize) -> Self {
         self.max_tokens = Some(max_tokens);
         self
     }
 
-    /// Cuts each tool result to `chars` characters (at least 1), or not at all with `None`.
-    pub fn tool_result_chars(mut self, chars: Option<usize>) -> Self {
+    /// Cuts each tool result to `chars` characters (at least 1, checked when the agent is
+    /// built), or not at all with `None`.
+    pub fn with_tool_result_chars(mut self, chars: Option<usize>) -> Self {
         self.tool_result_chars = chars;
         self
     }
 
-    /// Always keeps the last `keep_last` messages (at least 1).
-    pub fn keep_last(mut self, keep_last: usize) -> Self {
+    /// Always keeps the last `keep_last` messages (at least 1, checked when the agent is
+    /// built).
+    pub fn with_keep_last(mut self, keep_last: usize) -> Self {
         self.keep_last = keep_last;
         self
     }
 
     /// Replaces the pruning with your own.
-    pub fn pruner(mut self, pruner: impl Prune + 'static) -> Self {
+    pub fn with_pruner(mut self, pruner: impl Prune + 'static) -> Self {
         self.pruner = Some(Arc::new(pruner));
         self
     }
 
     /// The token bound, if any.
-    pub fn max_tokens_limit(&self) -> Option<usize> {
+    pub fn max_tokens(&self) -> Option<usize> {
         self.max_tokens
     }
 
     /// The tool result cap, if any.
-    pub fn tool_result_limit(&self) -> Option<usize> {
+    pub fn tool_result_chars(&self) -> Option<usize> {
         self.tool_result_chars
     }
 
     /// How many trailing messages are always kept.
-    pub fn keep_last_count(&self) -> usize {
+    pub fn keep_last(&self) -> usize {
         self.keep_last
     }
 
@@ -191,14 +196,7 @@ impl ContextPolicy {
 /// Cuts `text` to about `limit` characters by eliding the middle: the head keeps two thirds,
 /// the tail the rest, and a marker says how many characters went missing (so the result is a
 /// little longer than `limit`). Counts characters, not bytes.
-///
-/// ```
-/// use harness_core::agent::truncate;
-///
-/// assert_eq!(truncate("abcdefghij".into(), Some(6)), "abcd\n... [4 characters elided] ...\nij");
-/// assert_eq!(truncate("short".into(), Some(6)), "short");
-/// ```
-pub fn truncate(text: String, limit: Option<usize>) -> String {
+pub(crate) fn truncate(text: String, limit: Option<usize>) -> String {
     let Some(limit) = limit else { return text };
     let len = text.chars().count();
     if len <= limit {
@@ -267,15 +265,15 @@ mod tests {
         assert!(ContextPolicy::new().validate().is_ok());
         for (policy, message) in [
             (
-                ContextPolicy::new().max_tokens(0),
+                ContextPolicy::new().with_max_tokens(0),
                 "ContextPolicy.max_tokens must be at least 1 when set, got 0",
             ),
             (
-                ContextPolicy::new().tool_result_chars(Some(0)),
+                ContextPolicy::new().with_tool_result_chars(Some(0)),
                 "ContextPolicy.tool_result_chars must be at least 1 when set, got 0",
             ),
             (
-                ContextPolicy::new().keep_last(0),
+                ContextPolicy::new().with_keep_last(0),
                 "ContextPolicy.keep_last must be at least 1, got 0",
             ),
         ] {
@@ -299,7 +297,7 @@ mod tests {
     #[test]
     fn fitting_transcripts_are_returned_as_the_same_slice() {
         let messages = vec![Message::user("hi")];
-        let policy = ContextPolicy::new().max_tokens(100);
+        let policy = ContextPolicy::new().with_max_tokens(100);
         assert!(matches!(policy.prune(&messages), Cow::Borrowed(_)));
         assert!(matches!(
             ContextPolicy::new().prune(&messages),
@@ -322,7 +320,7 @@ mod tests {
             Message::user(text(8)),
             Message::assistant(text(8)),
         ];
-        let policy = ContextPolicy::new().max_tokens(50).keep_last(4);
+        let policy = ContextPolicy::new().with_max_tokens(50).with_keep_last(4);
         let view = policy.prune(&messages);
         // Cut 1 (at the assistant request) is too big; cut 2 is a tool result, skipped;
         // cut 3 fits.
@@ -341,20 +339,20 @@ mod tests {
             Message::assistant(text(400)),
             Message::user(text(400)),
         ];
-        let policy = ContextPolicy::new().max_tokens(10).keep_last(2);
+        let policy = ContextPolicy::new().with_max_tokens(10).with_keep_last(2);
         let view = policy.prune(&messages);
         assert_eq!(view.len(), 3);
         assert_eq!(
             view[0].text(),
             "[1 earlier messages elided to fit the context budget.]"
         );
-        let policy = ContextPolicy::new().max_tokens(10).keep_last(4);
+        let policy = ContextPolicy::new().with_max_tokens(10).with_keep_last(4);
         assert_eq!(policy.prune(&messages).as_ref(), messages.as_slice());
     }
 
     #[test]
     fn a_closure_can_prune_instead() {
-        let policy = ContextPolicy::new().pruner(|m: &[Message]| m[m.len() - 1..].to_vec());
+        let policy = ContextPolicy::new().with_pruner(|m: &[Message]| m[m.len() - 1..].to_vec());
         let messages = vec![Message::user("a"), Message::user("b")];
         assert_eq!(policy.prune(&messages).as_ref(), &[Message::user("b")]);
     }

@@ -58,9 +58,3 @@ pub trait Middleware: Send + Sync {
         true
     }
 }
-
-/// The middleware an agent has when none is given: every hook a no-op.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoMiddleware;
-
-impl Middleware for NoMiddleware {}

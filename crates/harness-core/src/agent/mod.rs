@@ -27,10 +27,10 @@ use serde::de::DeserializeOwned;
 
 pub use as_tool::AgentTool;
 pub use budget::Budget;
-pub use context::{ContextPolicy, Prune, estimate_tokens, truncate};
+pub use context::{ContextPolicy, Prune, estimate_tokens};
 pub use events::AgentEvent;
-pub use middleware::{Middleware, Middleware as Hooks, NoMiddleware};
-pub use output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL};
+pub use middleware::Middleware;
+pub use output::FINAL_TOOL;
 pub use permissions::{Decision, Permissions, Rule};
 pub use state::{AgentState, PendingHumanInput, StopReason};
 pub use stream::BlockingIter;
@@ -40,25 +40,25 @@ use crate::llm::{BoxStream, Llm};
 use crate::message::Message;
 use crate::request::ModelSettings;
 use crate::response::TokenUsage;
-use crate::tool::{Deps, Tool, ToolSpec, Toolbox};
+use crate::tool::{Deps, IntoTool, Tool, ToolSpec, Toolbox};
 use output::OutputType;
 
 /// The transcript text for a call a permission rule denied.
-pub const DENIED_BY_POLICY: &str = "Denied by policy: this call is not permitted.";
+pub(crate) const DENIED_BY_POLICY: &str = "Denied by policy: this call is not permitted.";
 /// The transcript text for calls left unrun because their turn paused on another call.
-pub const NOT_RUN_PAUSED: &str = "Not run: the turn stopped for approval of another call.";
+pub(crate) const NOT_RUN_PAUSED: &str = "Not run: the turn stopped for approval of another call.";
 /// The transcript text for a call a human rejected.
-pub const DENIED_BY_USER: &str = "Denied by the user.";
+pub(crate) const DENIED_BY_USER: &str = "Denied by the user.";
 /// The transcript text for a call the middleware refused.
-pub const REFUSED_BY_MIDDLEWARE: &str =
+pub(crate) const REFUSED_BY_MIDDLEWARE: &str =
     "Refused before running: the agent's middleware declined this call.";
 /// The transcript text for calls a budget stopped before they ran.
-pub const NOT_RUN_BUDGET: &str = "Not run: the run's budget is spent.";
+pub(crate) const NOT_RUN_BUDGET: &str = "Not run: the run's budget is spent.";
 /// The transcript text for calls made in the same turn as `final_answer`.
-pub const NOT_RUN_FINAL: &str = "Not run: final_answer ended the turn.";
+pub(crate) const NOT_RUN_FINAL: &str = "Not run: final_answer ended the turn.";
 /// The transcript text that answers an accepted `final_answer` call, so the transcript stays
 /// valid if the conversation goes on.
-pub const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
+pub(crate) const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
 
 /// What a run starts from: a prompt, messages, or a state to resume; and the run's
 /// dependencies, which tools reach through [`Ctx::deps`](crate::Ctx::deps).
@@ -163,8 +163,7 @@ impl From<AgentState> for RunInput {
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let agent = Agent::builder()
-///     .model(TestModel::new())
+/// let agent = Agent::builder(TestModel::new())
 ///     .system("You are a concise assistant.")
 ///     .tool(GetWeather)
 ///     .build()?;
@@ -180,7 +179,7 @@ pub struct Agent {
 }
 
 pub(crate) struct AgentInner {
-    model: Option<Arc<dyn Llm>>,
+    model: Arc<dyn Llm>,
     model_name: String,
     tools: Toolbox,
     /// The toolbox's specs plus `final_answer` when an output type is set and the model
@@ -210,9 +209,10 @@ pub(crate) enum ToolMode {
 }
 
 impl Agent {
-    /// A builder: set the model, tools and the rest, then `build()`.
-    pub fn builder() -> AgentBuilder {
-        AgentBuilder::default()
+    /// A builder for an agent on `model` (any [`Llm`], or an `Arc<dyn Llm>` already
+    /// shared): add tools and the rest, then `build()`.
+    pub fn builder(model: impl Llm + 'static) -> AgentBuilder {
+        AgentBuilder::new(Arc::new(model))
     }
 
     /// Runs the loop to its end.
@@ -296,7 +296,26 @@ impl Agent {
 
     /// This agent as a tool another agent can call: the model sends one `input` string, the
     /// agent runs on it with the caller's dependencies, and its answer is the result.
-    pub fn as_tool(&self, name: impl Into<String>, description: impl Into<String>) -> AgentTool {
+    ///
+    /// The tool is named after the agent ([`AgentBuilder::name`]) and described by its
+    /// system prompt, or `Delegate a task to the '<name>' agent.` without one;
+    /// [`Agent::as_named_tool`] chooses both.
+    pub fn as_tool(&self) -> AgentTool {
+        let name = self.inner.name.clone();
+        let description = self
+            .inner
+            .system
+            .clone()
+            .unwrap_or_else(|| format!("Delegate a task to the '{name}' agent."));
+        AgentTool::new(self.clone(), name, description)
+    }
+
+    /// [`Agent::as_tool`] under another name and description.
+    pub fn as_named_tool(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> AgentTool {
         AgentTool::new(self.clone(), name.into(), description.into())
     }
 
@@ -389,7 +408,7 @@ fn blocking_runtime() -> Result<tokio::runtime::Runtime> {
 /// Builds an [`Agent`]; see [`Agent::builder`].
 #[must_use = "call build() to get the agent"]
 pub struct AgentBuilder {
-    model: Option<Arc<dyn Llm>>,
+    model: Arc<dyn Llm>,
     tools: Toolbox,
     extra_tools: Vec<Arc<dyn Tool>>,
     system: Option<String>,
@@ -402,10 +421,10 @@ pub struct AgentBuilder {
     settings: ModelSettings,
 }
 
-impl Default for AgentBuilder {
-    fn default() -> Self {
+impl AgentBuilder {
+    fn new(model: Arc<dyn Llm>) -> Self {
         Self {
-            model: None,
+            model,
             tools: Toolbox::new(),
             extra_tools: Vec::new(),
             system: None,
@@ -421,34 +440,17 @@ impl Default for AgentBuilder {
 }
 
 impl AgentBuilder {
-    /// The model. Without one, a run is a passthrough that returns its input unchanged
-    /// (useful as a placeholder while wiring a graph).
-    pub fn model(mut self, model: impl Llm + 'static) -> Self {
-        self.model = Some(Arc::new(model));
+    /// Adds a tool: a value (a `#[tool]` struct, your own [`Tool`]) or an `Arc<dyn Tool>`.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.extra_tools.push(tool.into_tool());
         self
     }
 
-    /// A model that is already shared.
-    pub fn shared_model(mut self, model: Arc<dyn Llm>) -> Self {
-        self.model = Some(model);
-        self
-    }
-
-    /// Adds a tool.
-    pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.extra_tools.push(Arc::new(tool));
-        self
-    }
-
-    /// Adds a tool that is already shared.
-    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.extra_tools.push(tool);
-        self
-    }
-
-    /// Adds shared tools: what `file_tools`, `McpServer::tools` and similar factories return.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
-        self.extra_tools.extend(tools);
+    /// Adds every tool of `tools`: what `file_tools`, `McpServer::tools` and similar
+    /// factories return.
+    pub fn tools<T: IntoTool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.extra_tools
+            .extend(tools.into_iter().map(IntoTool::into_tool));
         self
     }
 
@@ -522,15 +524,11 @@ impl AgentBuilder {
         self.context.validate()?;
         let mut tools = self.tools;
         for tool in self.extra_tools {
-            tools.register_shared(tool)?;
+            tools.register(tool)?;
         }
         let output = self.output.transpose()?;
         let mut specs = tools.specs().to_vec();
-        let native_output = output.is_some()
-            && self
-                .model
-                .as_ref()
-                .is_some_and(|m| Llm::native_output(&**m));
+        let native_output = output.is_some() && Llm::native_output(&*self.model);
         if let Some(output) = &output {
             if tools.contains(FINAL_TOOL) {
                 return Err(Error::configuration(format!(
@@ -548,7 +546,7 @@ impl AgentBuilder {
                 permissions.check_against(&tools.names().collect::<Vec<_>>())?;
             }
         }
-        let model_name = self.model.as_ref().map_or_else(String::new, Llm::name);
+        let model_name = self.model.name();
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model: self.model,

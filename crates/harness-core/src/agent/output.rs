@@ -16,11 +16,11 @@ pub const FINAL_TOOL: &str = "final_answer";
 
 /// The text the model reads when it answers in prose although a structured answer was asked
 /// for.
-pub const ASK_FOR_FINAL_ANSWER: &str = "Answer by calling final_answer.";
+pub(crate) const ASK_FOR_FINAL_ANSWER: &str = "Answer by calling final_answer.";
 
 /// What the model reads when its answer, asked for in a schema it was sent (a model with
 /// [`native_output`](crate::Llm::native_output)), does not fit it; the problems follow.
-pub const ANSWER_DOES_NOT_FIT: &str =
+pub(crate) const ANSWER_DOES_NOT_FIT: &str =
     "Your answer does not fit the schema. Answer again, with JSON only. Problems:";
 
 type Check = dyn Fn(&Value) -> std::result::Result<(), String> + Send + Sync;

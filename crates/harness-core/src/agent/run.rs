@@ -113,10 +113,7 @@ impl AgentInner {
             settings,
         } = input;
         let settings = settings.over(&self.settings);
-        let Some(model) = self.model.as_deref() else {
-            // No model: a passthrough, the state returned as it came.
-            return Ok(state);
-        };
+        let model = &*self.model;
         let mut transcript: Transcript = Arc::new(std::mem::take(&mut state.messages));
         if let Some(system) = &self.system
             && !transcript.iter().any(|m| m.role == Role::System)

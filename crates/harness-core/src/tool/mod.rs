@@ -9,6 +9,7 @@ mod schema;
 mod toolbox;
 
 use std::any::Any;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -17,8 +18,9 @@ pub use ctx::Ctx;
 pub(crate) use ctx::Deps;
 pub use schema::ParametersBuilder;
 pub(crate) use schema::object_schema_for;
+pub(crate) use toolbox::Gate;
 pub(crate) use toolbox::panicked;
-pub use toolbox::{Gate, Toolbox, ToolboxBuilder};
+pub use toolbox::{Toolbox, ToolboxBuilder};
 
 use crate::error::ToolError;
 use crate::message::Content;
@@ -117,6 +119,27 @@ pub trait Tool: Any + Send + Sync {
     /// text part, for callers that read text only.
     async fn call_content(&self, arguments: Value, ctx: Ctx) -> Result<Content, ToolError> {
         self.call(arguments, ctx).await.map(Content::Text)
+    }
+}
+
+/// What takes a tool ([`AgentBuilder::tool`](crate::AgentBuilder::tool),
+/// [`ToolboxBuilder::tool`]) takes: a tool by value (a `#[tool]` struct, your own [`Tool`]),
+/// or one already shared as an `Arc<dyn Tool>` (what `file_tools` and `McpServer::tools`
+/// return), which is kept as it is rather than wrapped again.
+pub trait IntoTool {
+    /// The tool, shared.
+    fn into_tool(self) -> Arc<dyn Tool>;
+}
+
+impl<T: Tool> IntoTool for T {
+    fn into_tool(self) -> Arc<dyn Tool> {
+        Arc::new(self)
+    }
+}
+
+impl IntoTool for Arc<dyn Tool> {
+    fn into_tool(self) -> Arc<dyn Tool> {
+        self
     }
 }
 

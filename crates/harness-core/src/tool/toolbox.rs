@@ -11,7 +11,7 @@ use futures_util::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use super::{Ctx, Tool, ToolSpec, same_tool};
+use super::{Ctx, IntoTool, Tool, ToolSpec, same_tool};
 use crate::error::{Error, Result, ToolError};
 use crate::message::Content;
 
@@ -35,9 +35,10 @@ impl Approver {
     }
 }
 
-/// Whether a call goes through the toolbox's approval callback.
+/// Whether a call goes through the toolbox's approval callback: how the agent loop hands a
+/// permission policy's ruling to the toolbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     /// As the tool declares: gated when its spec says `requires_approval`.
     #[default]
     Declared,
@@ -91,21 +92,17 @@ impl Toolbox {
         ToolboxBuilder::default()
     }
 
-    /// Registers `tool` under its spec's name.
-    ///
-    /// # Errors
-    /// A [`Configuration`](crate::ErrorKind::Configuration) error when a different tool already has
-    /// that name.
-    pub fn register<T: Tool>(&mut self, tool: T) -> Result<&mut Self> {
-        self.register_shared(Arc::new(tool))
+    /// A builder holding this toolbox's tools and approval callback, to add more.
+    pub fn into_builder(self) -> ToolboxBuilder {
+        ToolboxBuilder {
+            toolbox: self,
+            error: None,
+        }
     }
 
-    /// Registers a tool that is already shared.
-    ///
-    /// # Errors
-    /// A [`Configuration`](crate::ErrorKind::Configuration) error when a different tool already has
-    /// that name.
-    pub fn register_shared(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
+    /// Registers a tool under its spec's name; the same tool twice is one. (The builders
+    /// are the public way in, so a collision is reported once, at `build()`.)
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
         let name = tool.spec().name.clone();
         if let Some(&at) = self.index.get(&name) {
             if same_tool(self.tools[at].as_ref(), tool.as_ref()) {
@@ -123,12 +120,7 @@ impl Toolbox {
         Ok(self)
     }
 
-    /// Sets the approval callback, consulted with each gated call's name and arguments
-    /// before it runs: `true` runs it, `false` refuses it ([`ToolError::denied`]).
-    ///
-    /// Without a callback nothing is gated at the toolbox level; an agent pauses the run on
-    /// a gated call instead, for a human to rule on.
-    pub fn with_approver(
+    fn with_approver(
         mut self,
         approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
     ) -> Self {
@@ -136,8 +128,7 @@ impl Toolbox {
         self
     }
 
-    /// Sets an async approval callback (one that asks a person over a network, say).
-    pub fn with_async_approver<F, Fut>(mut self, approve: F) -> Self
+    fn with_async_approver<F, Fut>(mut self, approve: F) -> Self
     where
         F: Fn(String, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = bool> + Send + 'static,
@@ -213,6 +204,20 @@ impl Toolbox {
             .await
     }
 
+    /// As [`Toolbox::call`], with `ctx` (its dependencies) handed to the tool, as a run
+    /// hands its own: for testing a tool that reads its deps.
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_with_ctx(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: &Ctx,
+    ) -> Result<String, ToolError> {
+        self.call_with(name, arguments, ctx, Gate::Declared).await
+    }
+
     /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`; the text of
     /// what it returns.
     ///
@@ -221,7 +226,7 @@ impl Toolbox {
     ///
     /// # Errors
     /// As [`Toolbox::call`].
-    pub async fn call_with(
+    pub(crate) async fn call_with(
         &self,
         name: &str,
         arguments: Value,
@@ -238,7 +243,7 @@ impl Toolbox {
     ///
     /// # Errors
     /// As [`Toolbox::call`].
-    pub async fn call_content_with(
+    pub(crate) async fn call_content_with(
         &self,
         name: &str,
         arguments: Value,
@@ -306,15 +311,10 @@ pub struct ToolboxBuilder {
 }
 
 impl ToolboxBuilder {
-    /// Adds a tool.
-    pub fn tool<T: Tool>(self, tool: T) -> Self {
-        self.shared(Arc::new(tool))
-    }
-
-    /// Adds a tool that is already shared.
-    pub fn shared(mut self, tool: Arc<dyn Tool>) -> Self {
+    /// Adds a tool: a value or an `Arc<dyn Tool>`.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
         if self.error.is_none()
-            && let Err(e) = self.toolbox.register_shared(tool)
+            && let Err(e) = self.toolbox.register(tool.into_tool())
         {
             self.error = Some(e);
         }
@@ -322,11 +322,15 @@ impl ToolboxBuilder {
     }
 
     /// Adds every tool of `tools`.
-    pub fn tools(self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
-        tools.into_iter().fold(self, Self::shared)
+    pub fn tools<T: IntoTool>(self, tools: impl IntoIterator<Item = T>) -> Self {
+        tools.into_iter().fold(self, Self::tool)
     }
 
-    /// Sets the approval callback; see [`Toolbox::with_approver`].
+    /// Sets the approval callback, consulted with each gated call's name and arguments
+    /// before it runs: `true` runs it, `false` refuses it ([`ToolError::denied`]).
+    ///
+    /// Without a callback nothing is gated at the toolbox level; an agent pauses the run on
+    /// a gated call instead, for a human to rule on.
     pub fn approve(
         mut self,
         approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
@@ -335,7 +339,8 @@ impl ToolboxBuilder {
         self
     }
 
-    /// Sets an async approval callback; see [`Toolbox::with_async_approver`].
+    /// Sets an async approval callback (one that asks a person over a network, say); see
+    /// [`ToolboxBuilder::approve`].
     pub fn approve_async<F, Fut>(mut self, approve: F) -> Self
     where
         F: Fn(String, Value) -> Fut + Send + Sync + 'static,
@@ -354,5 +359,72 @@ impl ToolboxBuilder {
             Some(e) => Err(e),
             None => Ok(self.toolbox),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{Gate, Toolbox};
+    use crate::error::ToolError;
+    use crate::tool::{Ctx, Tool, ToolSpec};
+
+    /// Echoes its arguments, or the tenant in its deps.
+    struct Echo(ToolSpec);
+
+    impl Echo {
+        fn new(name: &str, gated: bool) -> Self {
+            let mut spec = ToolSpec::new(name, "Echo.", json!({"type": "object"}));
+            spec.requires_approval = gated;
+            Self(spec)
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Tool for Echo {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError> {
+            Ok(ctx
+                .deps::<String>()
+                .cloned()
+                .unwrap_or_else(|| arguments.to_string()))
+        }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        futures_util::FutureExt::now_or_never(future).unwrap_or_else(|| panic!("not ready"))
+    }
+
+    #[test]
+    fn a_policys_ask_gates_an_ungated_tool_and_its_allow_is_not_asked_again() {
+        let tools = Toolbox::builder()
+            .tool(Echo::new("free", false))
+            .tool(Echo::new("gated", true))
+            .approve(|_, _| false)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ctx = Ctx::new();
+        let asked = block_on(tools.call_with("free", json!({}), &ctx, Gate::Ask));
+        assert!(asked.is_err_and(|e| e.is_denied()));
+        let declared = block_on(tools.call_with("gated", json!({}), &ctx, Gate::Declared));
+        assert!(declared.is_err_and(|e| e.is_denied()));
+        let open = block_on(tools.call_with("gated", json!({"a": 1}), &ctx, Gate::Open));
+        assert_eq!(open.ok().as_deref(), Some(r#"{"a":1}"#));
+    }
+
+    #[test]
+    fn the_runs_ctx_reaches_the_tool() {
+        let tools = Toolbox::builder()
+            .tool(Echo::new("tenant", false))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ctx = Ctx::new().with_deps("acme".to_owned());
+        let text = block_on(tools.call_with_ctx("tenant", json!({}), &ctx));
+        assert_eq!(text.ok().as_deref(), Some("acme"));
+        let text = block_on(tools.call("tenant", json!({})));
+        assert_eq!(text.ok().as_deref(), Some("{}"));
     }
 }

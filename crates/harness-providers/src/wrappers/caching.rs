@@ -1,12 +1,13 @@
 //! `Caching`: an in-process LRU of answers.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result, replay};
+use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result, replay};
 use serde_json::Value;
 
 struct Entry {
@@ -21,14 +22,15 @@ struct Store {
     clock: u64,
 }
 
-/// Remembers answers by the exact request (messages, tools, settings, output schema), least recently used out
-/// first, optionally for at most `ttl`.
+/// Remembers answers by the exact request (messages, tools, settings, output schema), least
+/// recently used out first, optionally for at most a time to live. Build it with
+/// [`LlmExt::cached`](crate::LlmExt::cached).
 ///
 /// Only sound in front of a deterministic setup; there is no single-flight, so concurrent
 /// identical calls all miss. A streamed hit is replayed block by block, then `Completed`.
 pub struct Caching<M> {
     inner: M,
-    maxsize: usize,
+    capacity: NonZeroUsize,
     ttl: Option<Duration>,
     store: Mutex<Store>,
     hits: AtomicU64,
@@ -40,7 +42,7 @@ impl<M: Llm> Caching<M> {
     pub fn new(inner: M) -> Self {
         Self {
             inner,
-            maxsize: 256,
+            capacity: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
             ttl: None,
             store: Mutex::new(Store::default()),
             hits: AtomicU64::new(0),
@@ -48,32 +50,28 @@ impl<M: Llm> Caching<M> {
         }
     }
 
-    /// Keeps at most `maxsize` answers (at least 1).
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
-    pub fn maxsize(mut self, maxsize: usize) -> Result<Self> {
-        if maxsize == 0 {
-            return Err(Error::configuration(
-                "Caching.maxsize must be at least 1, got 0",
-            ));
-        }
-        self.maxsize = maxsize;
-        Ok(self)
+    /// Sets how many answers are kept (default 256).
+    #[must_use]
+    pub fn with_capacity(mut self, capacity: NonZeroUsize) -> Self {
+        self.capacity = capacity;
+        self
     }
 
-    /// Forgets answers older than `ttl`.
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a zero `ttl`.
-    pub fn ttl(mut self, ttl: Duration) -> Result<Self> {
-        if ttl.is_zero() {
-            return Err(Error::configuration(format!(
-                "Caching.ttl must be positive when set, got {ttl:?}"
-            )));
-        }
+    /// Forgets answers older than `ttl` (a zero `ttl` serves nothing from the cache).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = Some(ttl);
-        Ok(self)
+        self
+    }
+
+    /// How many answers are kept.
+    pub fn capacity(&self) -> NonZeroUsize {
+        self.capacity
+    }
+
+    /// How long an answer is served, when limited.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
     }
 
     /// The model underneath.
@@ -109,7 +107,7 @@ impl<M: Llm> Caching<M> {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
-            Some(entry) => self.ttl.is_some_and(|ttl| entry.stored.elapsed() > ttl),
+            Some(entry) => self.ttl.is_some_and(|ttl| entry.stored.elapsed() >= ttl),
         };
         if expired {
             store.entries.remove(key);
@@ -134,7 +132,7 @@ impl<M: Llm> Caching<M> {
                 used,
             },
         );
-        while store.entries.len() > self.maxsize {
+        while store.entries.len() > self.capacity.get() {
             let oldest = store
                 .entries
                 .iter()

@@ -18,11 +18,12 @@ type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
 ///
 /// ```
 /// use harness_core::testing::{ScriptedModel, TestModel};
-/// use harness_providers::Fallback;
+/// use harness_providers::LlmExt as _;
 ///
-/// let model = Fallback::new(ScriptedModel::new([]), vec![std::sync::Arc::new(TestModel::new())])?;
-/// assert_eq!(model.models().len(), 2);
-/// # Ok::<(), harness_core::Error>(())
+/// let model = ScriptedModel::new([])
+///     .with_fallback(TestModel::new())
+///     .with_fallback(TestModel::new().with_text("last resort"));
+/// assert_eq!(model.models().len(), 3);
 /// ```
 #[derive(Clone)]
 pub struct Fallback {
@@ -40,26 +41,25 @@ impl std::fmt::Debug for Fallback {
 }
 
 impl Fallback {
-    /// `primary`, then each of `others`.
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when `others` is empty.
-    pub fn new(primary: impl Llm + 'static, others: Vec<Arc<dyn Llm>>) -> Result<Self> {
-        if others.is_empty() {
-            return Err(Error::configuration(
-                "Fallback needs a second provider to fall back to",
-            ));
-        }
-        let mut models: Vec<Arc<dyn Llm>> = vec![Arc::new(primary)];
-        models.extend(others);
-        Ok(Self {
-            models,
+    /// `primary`, then `fallback`.
+    pub fn new(primary: impl Llm + 'static, fallback: impl Llm + 'static) -> Self {
+        Self {
+            models: vec![Arc::new(primary), Arc::new(fallback)],
             on: Arc::new(Error::is_provider),
-        })
+        }
+    }
+
+    /// Adds `next` at the end of the chain (on a `Fallback` this extends the chain rather
+    /// than nesting it, as [`LlmExt::with_fallback`](crate::LlmExt::with_fallback) would).
+    #[must_use]
+    pub fn with_fallback(mut self, next: impl Llm + 'static) -> Self {
+        self.models.push(Arc::new(next));
+        self
     }
 
     /// Falls back on the errors `on` accepts instead of provider errors alone.
-    pub fn on(mut self, on: impl Fn(&Error) -> bool + Send + Sync + 'static) -> Self {
+    #[must_use]
+    pub fn with_condition(mut self, on: impl Fn(&Error) -> bool + Send + Sync + 'static) -> Self {
         self.on = Arc::new(on);
         self
     }

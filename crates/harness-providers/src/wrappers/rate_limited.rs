@@ -1,69 +1,64 @@
 //! `RateLimited`: a token bucket in front of a model.
 
+use std::num::NonZeroU32;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result};
+use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result};
 
 struct Bucket {
     tokens: f64,
     refreshed: Instant,
 }
 
-/// At most `rps` calls a second on average, `burst` at once.
+/// At most one call every `interval` on average, `burst` at once (a token bucket).
 ///
 /// Each caller reserves its slot under a lock and then waits its own turn, so the limit
 /// holds across tasks and threads sharing one instance. A stream reserves once, at its
-/// start.
+/// start. Build it with [`LlmExt::rate_limited`](crate::LlmExt::rate_limited).
 pub struct RateLimited<M> {
     inner: M,
-    rps: f64,
-    burst: f64,
+    interval: Duration,
+    burst: NonZeroU32,
     bucket: Mutex<Bucket>,
 }
 
 impl<M: Llm> RateLimited<M> {
-    /// At most `rps` calls a second, with a burst of `max(1, rps)`.
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `rps` that is not
-    /// positive.
-    pub fn new(inner: M, rps: f64) -> Result<Self> {
-        if !(rps.is_finite() && rps > 0.0) {
-            return Err(Error::configuration(format!(
-                "RateLimited.rps must be positive, got {rps}"
-            )));
-        }
-        let burst = rps.floor().max(1.0);
-        Ok(Self {
+    /// At most one call every `interval` (`Duration::from_millis(500)` is two a second; a
+    /// zero interval does not limit), one at a time.
+    pub fn new(inner: M, interval: Duration) -> Self {
+        Self {
             inner,
-            rps,
-            burst,
+            interval,
+            burst: NonZeroU32::MIN,
             bucket: Mutex::new(Bucket {
-                tokens: burst,
+                tokens: 1.0,
                 refreshed: Instant::now(),
             }),
-        })
+        }
     }
 
-    /// Sets the burst: how many calls may go at once after a pause (at least 1).
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
-    pub fn burst(mut self, burst: u32) -> Result<Self> {
-        if burst == 0 {
-            return Err(Error::configuration(
-                "RateLimited.burst must be at least 1 when set, got 0",
-            ));
-        }
-        self.burst = f64::from(burst);
+    /// Sets how many calls may go at once after a pause (default 1).
+    #[must_use]
+    pub fn with_burst(mut self, burst: NonZeroU32) -> Self {
+        self.burst = burst;
         let bucket = self
             .bucket
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        bucket.tokens = self.burst;
-        Ok(self)
+        bucket.tokens = f64::from(burst.get());
+        self
+    }
+
+    /// The average time between calls.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// How many calls may go at once.
+    pub fn burst(&self) -> NonZeroU32 {
+        self.burst
     }
 
     /// The model underneath.
@@ -73,15 +68,19 @@ impl<M: Llm> RateLimited<M> {
 
     /// Takes a slot; returns how long to wait before using it.
     fn reserve(&self) -> Duration {
+        if self.interval.is_zero() {
+            return Duration::ZERO;
+        }
+        let interval = self.interval.as_secs_f64();
         let mut bucket = self.bucket.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         let elapsed = now.duration_since(bucket.refreshed).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.rps).min(self.burst);
+        bucket.tokens = (bucket.tokens + elapsed / interval).min(f64::from(self.burst.get()));
         bucket.refreshed = now;
         let wait = if bucket.tokens >= 1.0 {
             0.0
         } else {
-            (1.0 - bucket.tokens) / self.rps
+            (1.0 - bucket.tokens) * interval
         };
         // May go negative: later callers queue behind this one.
         bucket.tokens -= 1.0;

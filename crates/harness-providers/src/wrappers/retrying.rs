@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Error, Llm, LlmEvent, Request, Result};
+use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result};
 
-/// Re-asks when a turn has no text and no tool calls, up to `attempts` calls in all, waiting
+/// Re-asks when a turn has no text and no tool calls, up to `retries` times, waiting
 /// `backoff · k` before the k-th retry. Transport failures are the HTTP client's business;
 /// this is for models that sometimes answer nothing. A stream is retried only while it has
-/// handed out nothing.
+/// handed out nothing. Build it with [`LlmExt::retrying`](crate::LlmExt::retrying).
 pub struct Retrying<M> {
     inner: M,
     attempts: u32,
@@ -20,33 +20,31 @@ fn is_empty(response: &CompletionResponse) -> bool {
 }
 
 impl<M: Llm> Retrying<M> {
-    /// Two attempts, half a second apart.
-    pub fn new(inner: M) -> Self {
+    /// Up to `retries` more calls after an empty turn (0: none), the first half a second
+    /// after it.
+    pub fn new(inner: M, retries: u32) -> Self {
         Self {
             inner,
-            attempts: 2,
+            attempts: retries.saturating_add(1),
             backoff: Duration::from_millis(500),
         }
     }
 
-    /// Calls in all, the first included (at least 1).
-    ///
-    /// # Errors
-    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for 0.
-    pub fn attempts(mut self, attempts: u32) -> Result<Self> {
-        if attempts == 0 {
-            return Err(Error::configuration(
-                "Retrying.attempts must be at least 1, got 0",
-            ));
-        }
-        self.attempts = attempts;
-        Ok(self)
-    }
-
-    /// The wait before the first retry; the k-th waits k times this.
-    pub fn backoff(mut self, backoff: Duration) -> Self {
+    /// Sets the wait before the first retry; the k-th waits k times this.
+    #[must_use]
+    pub fn with_backoff(mut self, backoff: Duration) -> Self {
         self.backoff = backoff;
         self
+    }
+
+    /// How many times an empty turn is asked again.
+    pub fn retries(&self) -> u32 {
+        self.attempts - 1
+    }
+
+    /// The wait before the first retry.
+    pub fn backoff(&self) -> Duration {
+        self.backoff
     }
 
     /// The model underneath.

@@ -143,7 +143,7 @@ impl McpError {
             McpErrorKind::Timeout,
             format!(
                 "MCP server `{server}` did not answer {method} within {timeout:?}: it may be \
-                 stuck, slow or not an MCP server; raise the limit with McpServer::timeout (or \
+                 stuck, slow or not an MCP server; raise the limit with McpServer::with_timeout (or \
                  call_with_timeout for one call) if it needs longer"
             ),
         )

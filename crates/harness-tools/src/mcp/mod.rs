@@ -4,7 +4,7 @@
 //! and resumable SSE streams) is the official Rust SDK, [`rmcp`]; this module adds the
 //! timeouts, the process-group handling, paging limits, the model-facing tool names and the
 //! rendering of results for a model. Nothing here can hang: every request has a timeout
-//! ([`DEFAULT_TIMEOUT`] unless set with [`McpServer::timeout`] or per call).
+//! ([`DEFAULT_TIMEOUT`] unless set with [`McpServer::with_timeout`] or per call).
 
 mod adapter;
 mod connection;
@@ -40,7 +40,7 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// Versions accepted in the server's answer.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
-/// How long a request may take unless [`McpServer::timeout`] or a per-call timeout says
+/// How long a request may take unless [`McpServer::with_timeout`] or a per-call timeout says
 /// otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -110,11 +110,11 @@ struct Shared {
 /// tool keeps the server's own schema. A tool the server did not mark read-only is gated
 /// (`requires_approval`), since it is code in another process this side cannot inspect;
 /// widen that with permission rules, or turn it off with
-/// [`requires_approval(false)`](McpServer::requires_approval). A failed call (`isError`, a
+/// [`with_requires_approval(false)`](McpServer::with_requires_approval). A failed call (`isError`, a
 /// JSON-RPC error, a timeout) reaches the model as that call's result.
 ///
 /// Every request, the handshake included, has a timeout: [`DEFAULT_TIMEOUT`] unless set with
-/// [`timeout`](McpServer::timeout), or per call with
+/// [`with_timeout`](McpServer::with_timeout), or per call with
 /// [`call_with_timeout`](McpServer::call_with_timeout). A stdio server runs in a process group
 /// of its own; [`close`](McpServer::close), and dropping the last clone (tools included),
 /// kill that whole group.
@@ -125,9 +125,9 @@ struct Shared {
 ///
 /// # async fn demo() -> Result<(), harness_tools::mcp::McpError> {
 /// let mcp = McpServer::stdio(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])?
-///     .timeout(Duration::from_secs(30));
+///     .with_timeout(Duration::from_secs(30));
 /// let tools = mcp.tools().await?;
-/// // Agent::builder().tools(tools) ...
+/// // Agent::builder(model).tools(tools) ...
 /// mcp.close().await?;
 /// # Ok(()) }
 /// ```
@@ -236,13 +236,13 @@ impl McpServer {
     /// call's result. The default is the program's file name and its first argument that is
     /// not a flag, by file name (`node index.js`), or the URL without its user, query and
     /// fragment: never the whole command line, whose arguments may hold secrets.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.label = name.into().into();
         self
     }
 
     /// Whether tools the server did not mark read-only are gated (default `true`).
-    pub fn requires_approval(mut self, on: bool) -> Self {
+    pub fn with_requires_approval(mut self, on: bool) -> Self {
         self.requires_approval = on;
         self
     }
@@ -251,14 +251,14 @@ impl McpServer {
     /// [`DEFAULT_TIMEOUT`], 60 s). Tools handed out afterwards keep it. A request that runs
     /// out fails with an error for which [`McpError::is_timeout`] is true, and the server is
     /// sent `notifications/cancelled`.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Adds an environment variable for a stdio server (other servers ignore it). Takes
     /// effect when the server is started, on first use.
-    pub fn env(self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+    pub fn with_env(self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         if let Ok(mut env) = self.shared.env.write() {
             env.push((key.into(), value.into()));
         }

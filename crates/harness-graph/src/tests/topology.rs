@@ -1,8 +1,7 @@
-//! The checks of spec §2.1 and the shapes handed to the executor.
+// The checks of spec §2.1 and the shapes handed to the executor.
 
-#![allow(missing_docs, clippy::unwrap_used)]
-
-use harness_graph::{Condition, GraphError, LoopInfo, Topology};
+use crate::GraphError;
+use crate::topology::{Condition, LoopInfo, Topology};
 
 fn message(result: Result<(), GraphError>) -> String {
     result.unwrap_err().to_string()

@@ -1,8 +1,6 @@
-//! `diagram()` against the seven pictures of spec §2.4, compared as whole strings.
+// `diagram()` against the seven pictures of spec §2.4, compared as whole strings.
 
-#![allow(missing_docs, clippy::unwrap_used)]
-
-use harness_graph::{Condition, Topology};
+use crate::topology::{Condition, Topology};
 
 fn graph(
     nodes: &[(&str, bool, bool)],
