@@ -294,6 +294,20 @@ pub enum ToolErrorKind {
     NeedsHuman,
 }
 
+impl ToolErrorKind {
+    /// A short name: `not_found`, `invalid_arguments`, `denied`, `failed` or `needs_human`
+    /// (the `error.type` of a tool call's span).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Denied => "denied",
+            Self::Failed => "failed",
+            Self::NeedsHuman => "needs_human",
+        }
+    }
+}
+
 /// What a tool returns when it does not produce a result, and what the model then reads
 /// as the call's result ([`ToolError::model_text`]): a run goes on after one, except
 /// [`ToolErrorKind::NeedsHuman`], which pauses it.
@@ -490,6 +504,23 @@ pub enum ProviderErrorKind {
     Vendor,
     /// Anything else (the kind a custom [`Llm`](crate::Llm) gets from [`ProviderError::new`]).
     Other,
+}
+
+impl ProviderErrorKind {
+    /// A short name: `status`, `connect`, `transport`, `timeout`, `incomplete`, `malformed`,
+    /// `vendor` or `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Connect => "connect",
+            Self::Transport => "transport",
+            Self::Timeout => "timeout",
+            Self::Incomplete => "incomplete",
+            Self::Malformed => "malformed",
+            Self::Vendor => "vendor",
+            Self::Other => "other",
+        }
+    }
 }
 
 /// A model provider's failure, keeping what the vendor said.

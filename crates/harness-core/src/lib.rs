@@ -59,6 +59,7 @@ mod llm;
 mod message;
 mod request;
 mod response;
+mod telemetry;
 pub mod testing;
 mod tool;
 

@@ -90,6 +90,22 @@ pub trait Llm: Send + Sync {
         "llm".to_owned()
     }
 
+    /// Who serves the model (`openai`, `anthropic`, `groq`, ...), for telemetry: by default
+    /// what comes before `:` in [`Llm::name`]. A wrapper answers for the model it wraps.
+    fn provider_name(&self) -> String {
+        let name = self.name();
+        name.split_once(':')
+            .map_or_else(|| name.clone(), |(provider, _)| provider.to_owned())
+    }
+
+    /// The model as the vendor names it (`gpt-4o-mini`), for telemetry: by default what
+    /// follows `:` in [`Llm::name`]. A wrapper answers for the model it wraps.
+    fn model_id(&self) -> String {
+        let name = self.name();
+        name.split_once(':')
+            .map_or_else(|| name.clone(), |(_, model)| model.to_owned())
+    }
+
     /// Whether the model can be held to a [`Request::output`] schema natively. An agent
     /// with a structured output sends the schema to such a model and reads its answer
     /// directly; to any other it offers a `final_answer` tool instead. Default `false`.
@@ -143,6 +159,14 @@ macro_rules! forward_llm {
 
             fn name(&self) -> String {
                 (**self).name()
+            }
+
+            fn provider_name(&self) -> String {
+                (**self).provider_name()
+            }
+
+            fn model_id(&self) -> String {
+                (**self).model_id()
             }
 
             fn native_output(&self) -> bool {

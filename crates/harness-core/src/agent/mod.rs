@@ -181,6 +181,7 @@ pub struct Agent {
 pub(crate) struct AgentInner {
     model: Arc<dyn Llm>,
     model_name: String,
+    model_names: crate::telemetry::ModelNames,
     tools: Toolbox,
     /// The toolbox's specs plus `final_answer` when an output type is set and the model
     /// takes no schema natively: what every model call offers, built once.
@@ -547,10 +548,12 @@ impl AgentBuilder {
             }
         }
         let model_name = self.model.name();
+        let model_names = crate::telemetry::ModelNames::of(&*self.model);
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model: self.model,
                 model_name,
+                model_names,
                 tools,
                 specs,
                 settings: self.settings,

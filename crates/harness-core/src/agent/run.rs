@@ -21,6 +21,7 @@ use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
 use crate::request::{ModelSettings, Request};
 use crate::response::{CompletionResponse, FinishReason, TokenUsage};
+use crate::telemetry;
 use crate::tool::{Ctx, Gate};
 
 /// The transcript as the loop holds it: shared with the `Ctx` of running tools, so a tool
@@ -90,15 +91,15 @@ impl AgentInner {
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Result<AgentState> {
-        let span = tracing::info_span!(
-            "invoke_agent",
-            "gen_ai.operation.name" = "invoke_agent",
-            "gen_ai.agent.name" = %self.name,
-            "gen_ai.request.model" = %self.model_name,
-        );
-        self.drive_in_span(input, mode, events)
-            .instrument(span)
-            .await
+        let span = telemetry::agent_span(&self.name, &self.model_names);
+        let result = self
+            .drive_in_span(input, mode, events)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &result {
+            telemetry::record_error(&span, error);
+        }
+        result
     }
 
     async fn drive_in_span(
@@ -253,13 +254,7 @@ impl AgentInner {
             .and_then(|m| m.before_model(transcript));
         let request = prepared.as_deref().unwrap_or(transcript);
         let view = self.context.prune(request);
-        let span = tracing::info_span!(
-            "chat",
-            "gen_ai.operation.name" = "chat",
-            "gen_ai.request.model" = %self.model_name,
-            "gen_ai.usage.input_tokens" = tracing::field::Empty,
-            "gen_ai.usage.output_tokens" = tracing::field::Empty,
-        );
+        let span = telemetry::chat_span(&self.model_names, settings);
         let response = async {
             let mut request = Request::new(&view)
                 .with_tools(&self.specs)
@@ -286,12 +281,12 @@ impl AgentInner {
             )))
         }
         .instrument(span.clone())
-        .await?;
-        if let Some(usage) = response.usage() {
-            span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-            span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        .await;
+        match &response {
+            Ok(response) => telemetry::record_response(&span, response),
+            Err(error) => telemetry::record_error(&span, error),
         }
-        Ok(response)
+        response
     }
 
     /// Adds the response's usage to the agent's lifetime total and to the run's; says which
@@ -443,8 +438,13 @@ impl AgentInner {
                 }
                 events.deliver().await;
                 let raw = join_all(runs.iter().map(|(_, call, gate)| {
-                    self.tools
-                        .call_content_with(&call.name, call.arguments_value(), &ctx, *gate)
+                    self.tools.call_content_with(
+                        &call.name,
+                        call.id.as_deref(),
+                        call.arguments_value(),
+                        &ctx,
+                        *gate,
+                    )
                 }))
                 .await;
                 runs.iter()
@@ -459,7 +459,13 @@ impl AgentInner {
                     events.deliver().await;
                     let result = self
                         .tools
-                        .call_content_with(&call.name, call.arguments_value(), &ctx, *gate)
+                        .call_content_with(
+                            &call.name,
+                            call.id.as_deref(),
+                            call.arguments_value(),
+                            &ctx,
+                            *gate,
+                        )
                         .await;
                     outcomes.push(self.conclude(call, result, events));
                 }

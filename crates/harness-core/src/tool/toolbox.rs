@@ -14,6 +14,7 @@ use tracing::Instrument as _;
 use super::{Ctx, IntoTool, Tool, ToolSpec, same_tool};
 use crate::error::{Error, Result, ToolError};
 use crate::message::Content;
+use crate::telemetry;
 
 type SyncApprover = dyn Fn(&str, &Value) -> bool + Send + Sync;
 type AsyncApprover =
@@ -233,17 +234,38 @@ impl Toolbox {
         ctx: &Ctx,
         gate: Gate,
     ) -> Result<String, ToolError> {
-        self.call_content_with(name, arguments, ctx, gate)
+        self.call_content_with(name, None, arguments, ctx, gate)
             .await
             .map(|content| content.text().into_owned())
     }
 
     /// As [`Toolbox::call_with`], keeping the images and documents the tool returned beside
-    /// its text ([`Tool::call_content`]): what the agent loop records.
+    /// its text ([`Tool::call_content`]): what the agent loop records, with the model's id
+    /// for the call when it gave one. The whole call, gate included, is one `execute_tool`
+    /// span.
     ///
     /// # Errors
     /// As [`Toolbox::call`].
     pub(crate) async fn call_content_with(
+        &self,
+        name: &str,
+        call_id: Option<&str>,
+        arguments: Value,
+        ctx: &Ctx,
+        gate: Gate,
+    ) -> Result<Content, ToolError> {
+        let span = telemetry::tool_span(name, call_id);
+        let result = self
+            .gate_and_run(name, arguments, ctx, gate)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &result {
+            telemetry::record_tool_error(&span, error);
+        }
+        result
+    }
+
+    async fn gate_and_run(
         &self,
         name: &str,
         arguments: Value,
@@ -262,14 +284,8 @@ impl Toolbox {
         {
             return Err(ToolError::denied(name, arguments));
         }
-        let span = tracing::info_span!(
-            "execute_tool",
-            "gen_ai.operation.name" = "execute_tool",
-            "gen_ai.tool.name" = name,
-        );
         AssertUnwindSafe(tool.call_content(arguments, ctx.clone()))
             .catch_unwind()
-            .instrument(span)
             .await
             .unwrap_or_else(|panic| Err(panicked(name, panic.as_ref())))
             .map_err(|error| error.for_tool(name))

@@ -162,6 +162,14 @@ impl Llm for Fallback {
         self.models.iter().all(|m| Llm::native_output(&**m))
     }
 
+    fn provider_name(&self) -> String {
+        self.models[0].provider_name()
+    }
+
+    fn model_id(&self) -> String {
+        self.models[0].model_id()
+    }
+
     fn name(&self) -> String {
         let names: Vec<String> = self.models.iter().map(|m| Llm::name(m.as_ref())).collect();
         format!("fallback({})", names.join(", "))

@@ -124,6 +124,14 @@ impl<M: Llm> Llm for Retrying<M> {
         self.inner.native_output()
     }
 
+    fn provider_name(&self) -> String {
+        self.inner.provider_name()
+    }
+
+    fn model_id(&self) -> String {
+        self.inner.model_id()
+    }
+
     fn name(&self) -> String {
         format!("retrying({})", self.inner.name())
     }
