@@ -136,18 +136,7 @@ pub(crate) fn features(args: &[String]) -> Result<(), String> {
 /// The publishable packages (no `publish = false`) and the target directory, from
 /// `cargo metadata`.
 fn metadata() -> Result<(Vec<Package>, PathBuf), String> {
-    let output = Command::new("cargo")
-        .args(["metadata", "--no-deps", "--format-version", "1"])
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cargo metadata's output: {e}"))?;
+    let metadata = crate::workspace_metadata()?;
     let target = metadata["target_directory"]
         .as_str()
         .ok_or("cargo metadata's output has no target_directory")?;

@@ -93,6 +93,21 @@ commands:
               targets, with no default features, each feature alone and all features, under
               RUSTFLAGS=-D warnings in target/features; a summary times each check";
 
+/// `cargo metadata --no-deps` of the workspace, parsed.
+fn workspace_metadata() -> Result<serde_json::Value, String> {
+    let output = Command::new("cargo")
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata's output: {e}"))
+}
+
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
     run(

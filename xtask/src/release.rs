@@ -152,18 +152,7 @@ fn verify_manifest(names: &[String], depended_on: &[String], version: &str) -> S
 /// The workspace's crates that `cargo publish` packages (no `publish = false`), and those of
 /// them another one depends on.
 fn publishable_crates() -> Result<(Vec<String>, Vec<String>), String> {
-    let output = std::process::Command::new("cargo")
-        .args(["metadata", "--no-deps", "--format-version", "1"])
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cargo metadata's output: {e}"))?;
+    let metadata = crate::workspace_metadata()?;
     let packages = metadata["packages"]
         .as_array()
         .ok_or("cargo metadata's output has no packages")?;

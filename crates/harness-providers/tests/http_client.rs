@@ -86,41 +86,6 @@ async fn a_429_that_outlasts_the_retries_says_how_long_to_wait() {
 }
 
 #[tokio::test]
-async fn a_refused_connection_is_a_connect_error_keeping_reqwests_error() {
-    // A port that was just free: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let model = OpenAi::builder("m")
-        .api_key("k")
-        .base_url(format!("http://127.0.0.1:{port}/v1"))
-        .retry(RetryPolicy {
-            attempts: 2,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(1),
-        })
-        .build()
-        .unwrap();
-    let err = model
-        .generate(Request::new(&[Message::user("hi")]))
-        .await
-        .unwrap_err();
-    assert!(
-        err.is_provider() && err.is_connect() && !err.is_timeout(),
-        "{err:?}"
-    );
-    let provider = err.provider().unwrap();
-    assert_eq!(provider.kind(), ProviderErrorKind::Connect);
-    assert!(err.to_string().contains("could not connect"), "{err}");
-    // The transport's own error is the provider error's source, reachable by downcasting.
-    let source = std::error::Error::source(provider).unwrap();
-    let reqwest_error = source.downcast_ref::<reqwest::Error>().unwrap();
-    assert!(reqwest_error.is_connect());
-}
-
-#[tokio::test]
 async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
     let server = Server::always(Reply::json(
         500,
@@ -253,7 +218,7 @@ async fn max_concurrency_holds_for_a_streams_whole_body() {
 }
 
 #[tokio::test]
-async fn a_refused_connection_is_a_provider_error_naming_the_url() {
+async fn a_refused_connection_is_a_connect_error_naming_the_url_and_keeping_reqwests() {
     // Bind and drop a listener: nothing listens on that port now.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -273,11 +238,24 @@ async fn a_refused_connection_is_a_provider_error_naming_the_url() {
         .generate(Request::new(&[Message::user("hi")]))
         .await
         .unwrap_err();
-    assert!(err.is_provider());
+    assert!(
+        err.is_provider() && err.is_connect() && !err.is_timeout(),
+        "{err:?}"
+    );
     assert!(
         err.to_string()
             .contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
         "{err}"
+    );
+    let provider = err.provider().unwrap();
+    assert_eq!(provider.kind(), ProviderErrorKind::Connect);
+    // The transport's own error is the provider error's source, reachable by downcasting.
+    let source = std::error::Error::source(provider).unwrap();
+    assert!(
+        source
+            .downcast_ref::<reqwest::Error>()
+            .unwrap()
+            .is_connect()
     );
 }
 
