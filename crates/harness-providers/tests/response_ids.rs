@@ -57,12 +57,11 @@ impl Vendor {
     fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
         let text = |v: &Value| v.as_str().map(str::to_owned);
         match self {
-            Self::OpenAi => (text(&value["id"]), text(&value["model"])),
             Self::Anthropic if value["type"] == "message_start" => (
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
-            Self::Anthropic => (text(&value["id"]), text(&value["model"])),
+            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
             Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
         }
     }
