@@ -715,13 +715,16 @@ impl<'v> MessagesAccumulator<'v> {
     pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor;
         let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
-        let quote = || String::from_utf8_lossy(body);
         if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(json::vendor_error(vendor, error, &quote()));
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
         }
-        let content = json::required(vendor, message.content.as_ref(), "content", &quote())?;
+        let content = json::required(vendor, message.content.as_ref(), "content", body)?;
         for block in content {
-            json::required(vendor, block.kind.as_ref(), "type", &quote())?;
+            json::required(vendor, block.kind.as_ref(), "type", body)?;
         }
         let MessageIn {
             id,

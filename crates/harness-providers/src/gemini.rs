@@ -740,12 +740,15 @@ impl<'v> ContentAccumulator<'v> {
     pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor;
         let chunk: Chunk<'_> = json::answer(vendor, path, body)?;
-        let quote = || String::from_utf8_lossy(body);
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(json::vendor_error(vendor, error, &quote()));
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
         }
         if chunk.prompt_feedback.is_none() {
-            json::required(vendor, chunk.candidates.as_ref(), "candidates", &quote())?;
+            json::required(vendor, chunk.candidates.as_ref(), "candidates", body)?;
         }
         self.take(chunk, None);
         // A missing finish reason is not a finished answer.

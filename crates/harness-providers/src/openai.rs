@@ -851,19 +851,22 @@ impl<'v> ChatAccumulator<'v> {
     pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor;
         let chunk: Chunk<'_> = json::answer(vendor, PATH, body)?;
-        let quote = || String::from_utf8_lossy(body);
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(json::vendor_error(vendor, error, &quote()));
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
         }
-        let choices = json::required(vendor, chunk.choices.as_ref(), "choices", &quote())?;
+        let choices = json::required(vendor, chunk.choices.as_ref(), "choices", body)?;
         let Some(choice) = choices.first() else {
-            return Err(json::malformed(vendor, "has no choices", &quote()));
+            return Err(json::malformed(vendor, "has no choices", body));
         };
-        let message = json::required(vendor, choice.delta.as_ref(), "message", &quote())?;
+        let message = json::required(vendor, choice.delta.as_ref(), "message", body)?;
         for call in message.tool_calls.iter() {
-            json::required(vendor, call.id.as_ref(), "id", &quote())?;
-            let function = json::required(vendor, call.function.as_ref(), "function", &quote())?;
-            json::required(vendor, function.name.as_ref(), "name", &quote())?;
+            json::required(vendor, call.id.as_ref(), "id", body)?;
+            let function = json::required(vendor, call.function.as_ref(), "function", body)?;
+            json::required(vendor, function.name.as_ref(), "name", body)?;
         }
         self.take(chunk, None);
         // A missing finish reason is not a finished answer.

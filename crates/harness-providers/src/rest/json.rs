@@ -82,22 +82,25 @@ pub fn answer<'de, T: Deserialize<'de>>(
 }
 
 /// A field an answer must have, or the [`Malformed`](ProviderErrorKind::Malformed) error that
-/// names it, quoting the start of the answer (`body`).
+/// names it, quoting the start of the answer (`body`, read only when the field is missing).
 ///
 /// # Errors
 /// When `field` is `None`.
-pub fn required<T>(vendor: Vendor<'_>, field: Option<T>, key: &str, body: &str) -> Result<T> {
+pub fn required<T>(vendor: Vendor<'_>, field: Option<T>, key: &str, body: &[u8]) -> Result<T> {
     field.ok_or_else(|| malformed(vendor, format_args!("is missing '{key}'"), body))
 }
 
 /// An answer that cannot be what the vendor means, as the
 /// [`Malformed`](ProviderErrorKind::Malformed) error that says what is wrong (`problem`, such
 /// as "has no choices") and quotes the start of the answer.
-pub fn malformed(vendor: Vendor<'_>, problem: impl fmt::Display, body: &str) -> Error {
+pub fn malformed(vendor: Vendor<'_>, problem: impl fmt::Display, body: &[u8]) -> Error {
     vendor
         .error(
             ProviderErrorKind::Malformed,
-            format!("{vendor} response {problem}: {}", clip(body)),
+            format!(
+                "{vendor} response {problem}: {}",
+                clip(&String::from_utf8_lossy(body))
+            ),
         )
         .into()
 }
@@ -225,7 +228,7 @@ mod tests {
         let err = vendor_error(GROQ, &serde_json::json!({"code": 7}), "{}");
         assert_eq!(err.provider().and_then(|p| p.error_type()), Some("7"));
         assert!(err.to_string().contains("Groq reported an error"), "{err}");
-        let err = required::<u8>(GROQ, None, "choices", "{}").unwrap_err();
+        let err = required::<u8>(GROQ, None, "choices", b"{}").unwrap_err();
         assert!(
             err.to_string()
                 .contains("Groq response is missing 'choices': {}"),
