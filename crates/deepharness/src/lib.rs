@@ -191,8 +191,7 @@ pub mod providers {
     #[cfg(feature = "providers")]
     pub use harness_providers::{
         AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
-        RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, StreamFormat, decode_stream,
-        parse,
+        RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};

@@ -5,23 +5,43 @@
 //! and the channel together, so items arrive as they are sent, with no task spawned and no
 //! runtime handle needed. Dropping the stream drops the producer, which cancels the run.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use futures_core::Stream;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What the stream and its emitters share: the items not yet taken, and the waker of a
+/// stream waiting for an emitter outside its own producer.
+///
+/// The producer runs inside the stream's own `poll_next`, so the items it emits are taken in
+/// that same poll: no wake is needed for them, and none is made while the stream polls. A
+/// plain queue under a lock costs a push and a pop per item, where a channel would
+/// wake and re-register a task for each; the queue holds what is in flight (an item or two),
+/// not a channel's fixed blocks.
+#[derive(Debug)]
+struct Shared<T> {
+    queue: VecDeque<T>,
+    /// The stream's task, for an emitter kept by another task to wake.
+    waker: Option<Waker>,
+    /// The stream is polling its producer, and takes what is emitted before it returns.
+    polling: bool,
+    /// The stream was dropped: nothing sent any more is kept.
+    closed: bool,
+}
 
 /// The sending half handed to a [`channel_stream`] producer.
 #[derive(Debug)]
 pub struct Emitter<T> {
-    sender: UnboundedSender<T>,
+    shared: Arc<Mutex<Shared<T>>>,
 }
 
 impl<T> Clone for Emitter<T> {
     fn clone(&self) -> Self {
         Self {
-            sender: self.sender.clone(),
+            shared: Arc::clone(&self.shared),
         }
     }
 }
@@ -30,7 +50,16 @@ impl<T> Emitter<T> {
     /// Sends `item` to the stream. A stream that was dropped stopped listening; the producer
     /// is dropped with it, so nothing is lost that anyone would read.
     pub fn emit(&self, item: T) {
-        let _ = self.sender.send(item);
+        let mut shared = Shared::lock(&self.shared);
+        if shared.closed {
+            return;
+        }
+        shared.queue.push_back(item);
+        if !shared.polling
+            && let Some(waker) = &shared.waker
+        {
+            waker.wake_by_ref();
+        }
     }
 
     /// Lets the stream hand out what was sent so far before the producer goes on: a watcher
@@ -62,17 +91,48 @@ pub fn channel_stream<T, F>(produce: impl FnOnce(Emitter<T>) -> F) -> ChannelStr
 where
     F: Future<Output = ()>,
 {
-    let (sender, receiver) = unbounded_channel();
+    let shared = Arc::new(Mutex::new(Shared {
+        queue: VecDeque::new(),
+        waker: None,
+        polling: false,
+        closed: false,
+    }));
+    let emitter = Emitter {
+        shared: Arc::clone(&shared),
+    };
     ChannelStream {
-        run: Some(Box::pin(produce(Emitter { sender }))),
-        receiver,
+        run: Some(Box::pin(produce(emitter))),
+        shared,
     }
 }
 
 /// The stream [`channel_stream`] returns.
 pub struct ChannelStream<T, F> {
     run: Option<Pin<Box<F>>>,
-    receiver: UnboundedReceiver<T>,
+    shared: Arc<Mutex<Shared<T>>>,
+}
+
+impl<T> Shared<T> {
+    fn lock(shared: &Mutex<Self>) -> std::sync::MutexGuard<'_, Self> {
+        shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next item sent, if any; with `waker`, registered to be woken by the next one
+    /// when there is none.
+    fn take(shared: &Mutex<Self>, waker: Option<&Waker>) -> Option<T> {
+        let mut shared = Self::lock(shared);
+        shared.polling = false;
+        let item = shared.queue.pop_front();
+        if item.is_none()
+            && let Some(waker) = waker
+        {
+            match &shared.waker {
+                Some(registered) if registered.will_wake(waker) => {}
+                _ => shared.waker = Some(waker.clone()),
+            }
+        }
+        item
+    }
 }
 
 impl<T, F> std::fmt::Debug for ChannelStream<T, F> {
@@ -88,24 +148,32 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = &mut *self;
+        if let Some(item) = Shared::take(&this.shared, None) {
+            return Poll::Ready(Some(item));
+        }
         if let Some(run) = &mut this.run {
-            // `poll_recv` may answer `Pending` with items still queued when the task's
-            // cooperative budget is spent; it then wakes the task, so `Pending` is right here.
-            if let Poll::Ready(Some(item)) = this.receiver.poll_recv(cx) {
-                return Poll::Ready(Some(item));
-            }
+            // What the producer emits while it is polled here is taken below; only an
+            // emitter elsewhere needs to wake the stream.
+            Shared::lock(&this.shared).polling = true;
             if run.as_mut().poll(cx).is_pending() {
-                return match this.receiver.poll_recv(cx) {
-                    Poll::Ready(Some(item)) => Poll::Ready(Some(item)),
-                    _ => Poll::Pending,
+                return match Shared::take(&this.shared, Some(cx.waker())) {
+                    Some(item) => Poll::Ready(Some(item)),
+                    None => Poll::Pending,
                 };
             }
             this.run = None;
         }
-        // The producer is done, so the queue holds all it will ever get: drain it with
-        // `try_recv`, which the cooperative budget does not cut short. Reading a budget
-        // `Pending` as "empty" here is what once ended streams early.
-        Poll::Ready(this.receiver.try_recv().ok())
+        // The producer is done: the queue holds all it will ever get.
+        Poll::Ready(Shared::take(&this.shared, None))
+    }
+}
+
+impl<T, F> Drop for ChannelStream<T, F> {
+    fn drop(&mut self) {
+        // Emitters kept elsewhere must not fill a queue nobody reads.
+        let mut shared = Shared::lock(&self.shared);
+        shared.closed = true;
+        shared.queue.clear();
     }
 }
 
@@ -154,6 +222,21 @@ mod tests {
             });
             assert_eq!(got, (0..10_000).collect::<Vec<_>>());
         }
+    }
+
+    #[tokio::test]
+    async fn an_emitter_on_another_task_wakes_the_pending_stream() {
+        let mut stream = channel_stream(|tx| async move {
+            let elsewhere = tx.clone();
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                elsewhere.emit(1);
+            });
+            // The producer itself never wakes the stream again.
+            std::future::pending::<()>().await;
+        });
+        let next = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next());
+        assert_eq!(next.await.ok(), Some(Some(1)));
     }
 
     #[tokio::test]

@@ -1,21 +1,23 @@
 //! Anthropic's Messages API.
 
-use std::borrow::Cow;
-
 use harness_core::{
-    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ModelSettings, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice, ToolSpec,
-    content::merge_blocks,
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Image, ImageSource, Llm,
+    LlmEvent, Message, ModelSettings, Request, Result, Role, Thinking, TokenUsage, ToolCall,
+    ToolChoice, ToolSpec, content::merge_blocks,
 };
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::ser::{SerializeMap as _, SerializeSeq as _};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-use crate::http::{Connection, HttpClient, connection_setters};
+use crate::connection::{Connection, connection_setters};
 use crate::openai::call_from_text;
-use crate::rest::{self, Accumulator, StreamRequest, required};
-use crate::wire::{Text, count};
+use crate::rest::json::{self, Vendor};
+use crate::rest::{self, Accumulator, HttpClient, SseEvent};
+use crate::wire::{Count, Parameters, Settings, Str, SystemText, Text, present};
 
 const VERSION: &str = "2023-06-01";
+const PATH: &str = "/messages";
+const NAME: &str = "Anthropic";
 
 /// A Claude model behind Anthropic's Messages API.
 ///
@@ -92,58 +94,50 @@ impl Anthropic {
         &self.defaults
     }
 
-    /// The request body: `model`, `max_tokens`, `messages` and only what is set.
+    /// The request body this model would send, as JSON, without sending it: `model`,
+    /// `max_tokens`, `messages` and only what is set. (What is sent is written straight from
+    /// the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
-        let settings = request.settings.over(&self.defaults);
-        let tools = request.tools;
-        let mut body = Map::new();
-        body.insert("model".into(), Value::from(self.model.as_str()));
+        // Serialising these types cannot fail: every map key is a string.
+        serde_json::to_value(self.body(request, stream)).unwrap_or_default()
+    }
+
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.client.config().provider, NAME)
+    }
+
+    /// The request body, borrowed from the request.
+    fn body<'a>(&'a self, request: &Request<'a>, stream: bool) -> Body<'a> {
+        let settings = Settings::merge(request.settings, &self.defaults);
         let mut max_tokens = settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let mut thinking = None;
-        if let Some(level) = settings.reasoning {
+        let thinking = settings.reasoning.map(|level| {
             let budget = level.budget_tokens();
             max_tokens = max_tokens.max(budget + 1024);
-            thinking = Some(json!({"type": "enabled", "budget_tokens": budget}));
-        }
-        body.insert("max_tokens".into(), Value::from(max_tokens));
-        if let Some(t) = settings.temperature {
-            body.insert("temperature".into(), Value::from(t));
-        }
-        if let Some(p) = settings.top_p {
-            body.insert("top_p".into(), Value::from(p));
-        }
-        if !settings.stop.is_empty() {
-            body.insert("stop_sequences".into(), Value::from(settings.stop.clone()));
-        }
-        let (system, wire_messages) = messages_to_wire(request.messages);
-        body.insert("messages".into(), Value::Array(wire_messages));
-        if let Some(system) = system {
-            let system = if self.cache_prompt {
-                json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}])
-            } else {
-                Value::from(system)
-            };
-            body.insert("system".into(), system);
-        }
-        if !tools.is_empty() {
-            let mut wire_tools: Vec<Value> = tools.iter().map(tool_to_wire).collect();
-            if self.cache_prompt
-                && let Some(Value::Object(last)) = wire_tools.last_mut()
-            {
-                last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            ThinkingWire {
+                kind: "enabled",
+                budget_tokens: budget,
             }
-            body.insert("tools".into(), Value::Array(wire_tools));
-            if let Some(choice) = tool_choice(&settings) {
-                body.insert("tool_choice".into(), choice);
-            }
+        });
+        let tools = !request.tools.is_empty();
+        Body {
+            model: &self.model,
+            max_tokens,
+            temperature: settings.temperature,
+            top_p: settings.top_p,
+            stop_sequences: settings.stop,
+            messages: Messages(request.messages),
+            system: SystemText::of(request.messages).map(|text| System {
+                text,
+                cache: self.cache_prompt,
+            }),
+            tools: tools.then_some(Tools {
+                specs: request.tools,
+                cache: self.cache_prompt,
+            }),
+            tool_choice: tool_choice(&settings).filter(|_| tools),
+            thinking,
+            stream: stream.then_some(true),
         }
-        if let Some(thinking) = thinking {
-            body.insert("thinking".into(), thinking);
-        }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-        }
-        Value::Object(body)
     }
 }
 
@@ -198,19 +192,16 @@ impl AnthropicBuilder {
 #[async_trait::async_trait]
 impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let body = self.request_body(&request, false);
-        let answer = self.client.post_json("/messages", &body).await?;
-        parse_response(&answer)
+        let answer = self.client.post(PATH, &self.body(&request, false)).await?;
+        MessagesAccumulator::new(self.vendor()).answer(&answer)
     }
 
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         rest::stream(
             &self.client,
-            StreamRequest {
-                path: "/messages".into(),
-                body: self.request_body(&request, true),
-                accumulator: MessagesAccumulator::default(),
-            },
+            PATH,
+            &self.body(&request, true),
+            MessagesAccumulator::new(self.vendor()),
         )
     }
 
@@ -219,111 +210,326 @@ impl Llm for Anthropic {
     }
 }
 
-/// `tool_choice` for the settings, when they say anything: Anthropic's `any` is "required";
-/// one turn, one call is `disable_parallel_tool_use`.
-fn tool_choice(settings: &ModelSettings) -> Option<Value> {
-    let mut choice = match &settings.tool_choice {
-        None if settings.parallel_tool_calls != Some(false) => return None,
-        Some(ToolChoice::None) => return Some(json!({"type": "none"})),
-        Some(ToolChoice::Required) => json!({"type": "any"}),
-        Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
+// The request ---------------------------------------------------------------------------------
+
+/// A Messages request, borrowed from the [`Request`]: keys in this order, the unset ones
+/// left out.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    messages: Messages<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<System<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Tools<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ChoiceWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<ThinkingWire>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct ThinkingWire {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+/// `{"type": "ephemeral"}`: a cache breakpoint.
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+/// The system prompt: a string, or one text block with a cache breakpoint.
+struct System<'a> {
+    text: SystemText<'a>,
+    cache: bool,
+}
+
+impl Serialize for System<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Cached<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            text: &'a SystemText<'a>,
+            cache_control: CacheControl,
+        }
+        if self.cache {
+            [Cached {
+                kind: "text",
+                text: &self.text,
+                cache_control: EPHEMERAL,
+            }]
+            .serialize(serializer)
+        } else {
+            self.text.serialize(serializer)
+        }
+    }
+}
+
+/// The tools, each `{name, description, input_schema}`; with caching, a breakpoint on the
+/// last.
+struct Tools<'a> {
+    specs: &'a [ToolSpec],
+    cache: bool,
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            name: &'a str,
+            description: &'a str,
+            input_schema: Parameters<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
+        }
+        let last = self.specs.len().saturating_sub(1);
+        serializer.collect_seq(self.specs.iter().enumerate().map(|(i, tool)| Tool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: Parameters::of(&tool.parameters),
+            cache_control: (self.cache && i == last).then_some(EPHEMERAL),
+        }))
+    }
+}
+
+/// `tool_choice`: Anthropic's `any` is "required"; one turn, one call is
+/// `disable_parallel_tool_use`.
+#[derive(Serialize)]
+struct ChoiceWire<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disable_parallel_tool_use: Option<bool>,
+}
+
+/// `tool_choice` for the settings, when they say anything.
+fn tool_choice<'a>(settings: &Settings<'a>) -> Option<ChoiceWire<'a>> {
+    let one_call = settings.parallel_tool_calls == Some(false);
+    let (kind, name) = match settings.tool_choice {
+        None if !one_call => return None,
+        Some(ToolChoice::None) => {
+            return Some(ChoiceWire {
+                kind: "none",
+                name: None,
+                disable_parallel_tool_use: None,
+            });
+        }
+        Some(ToolChoice::Required) => ("any", None),
+        Some(ToolChoice::Tool(name)) => ("tool", Some(name.as_str())),
         // Auto, and a choice added later that Anthropic cannot say.
-        None | Some(_) => json!({"type": "auto"}),
+        None | Some(_) => ("auto", None),
     };
-    if settings.parallel_tool_calls == Some(false) {
-        choice["disable_parallel_tool_use"] = Value::Bool(true);
-    }
-    Some(choice)
+    Some(ChoiceWire {
+        kind,
+        name,
+        disable_parallel_tool_use: one_call.then_some(true),
+    })
 }
 
-fn tool_to_wire(tool: &ToolSpec) -> Value {
-    let schema = if tool.parameters.is_object() {
-        tool.parameters.clone()
-    } else {
-        json!({"type": "object", "properties": {}})
-    };
-    json!({"name": tool.name, "description": tool.description, "input_schema": schema})
-}
+/// The messages in Messages API form: system messages left out (they are the system
+/// prompt), consecutive tool results in one user message.
+struct Messages<'a>(&'a [Message]);
 
-/// The system prompt (every system message's text, joined) and the messages in Messages API
-/// form; consecutive tool results travel in one user message.
-fn messages_to_wire(messages: &[Message]) -> (Option<String>, Vec<Value>) {
-    let mut system: Vec<String> = Vec::new();
-    let mut wire: Vec<Value> = Vec::new();
-    let mut open_results: Option<Vec<Value>> = None;
-    let flush = |wire: &mut Vec<Value>, open: &mut Option<Vec<Value>>| {
-        if let Some(results) = open.take() {
-            wire.push(json!({"role": "user", "content": results}));
-        }
-    };
-    for message in messages {
-        match message.role {
-            Role::System => system.push(message.content.text().into_owned()),
-            Role::Tool => open_results.get_or_insert_with(Vec::new).push(json!({
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id.as_deref().unwrap_or(""),
-                // Text alone as a string; with images or documents, as content blocks.
-                "content": content_to_wire(&message.content),
-            })),
-            Role::Assistant if !message.tool_calls.is_empty() => {
-                flush(&mut wire, &mut open_results);
-                let mut content = blocks_to_wire(&message.content);
-                content.extend(message.tool_calls.iter().map(|call| {
-                    json!({
-                        "type": "tool_use",
-                        "id": call.id.as_deref().unwrap_or(""),
-                        "name": call.name,
-                        "input": Value::Object(call.arguments.clone()),
-                    })
-                }));
-                wire.push(json!({"role": "assistant", "content": content}));
-            }
-            role => {
-                flush(&mut wire, &mut open_results);
-                wire.push(
-                    json!({"role": role.as_str(), "content": content_to_wire(&message.content)}),
-                );
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        // The first tool result of the run of results not yet written.
+        let mut open: Option<usize> = None;
+        for (i, message) in self.0.iter().enumerate() {
+            match message.role {
+                Role::System => {}
+                Role::Tool => {
+                    open.get_or_insert(i);
+                }
+                _ => {
+                    if let Some(from) = open.take() {
+                        seq.serialize_element(&ToolResults(&self.0[from..i]))?;
+                    }
+                    seq.serialize_element(&Turn(message))?;
+                }
             }
         }
-    }
-    flush(&mut wire, &mut open_results);
-    let system = (!system.is_empty()).then(|| system.join("\n"));
-    (system, wire)
-}
-
-fn content_to_wire(content: &Content) -> Value {
-    match content {
-        Content::Text(text) => Value::from(text.as_str()),
-        Content::Blocks(_) => Value::Array(blocks_to_wire(content)),
+        if let Some(from) = open {
+            seq.serialize_element(&ToolResults(&self.0[from..]))?;
+        }
+        seq.end()
     }
 }
 
-fn blocks_to_wire(content: &Content) -> Vec<Value> {
-    content
-        .blocks()
-        .iter()
-        .filter_map(|block| match block {
-            Block::Text(t) if t.text.is_empty() => None,
-            Block::Text(t) => Some(json!({"type": "text", "text": t.text})),
+/// A run of tool results, as one user message.
+struct ToolResults<'a>(&'a [Message]);
+
+impl Serialize for ToolResults<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Result<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            tool_use_id: &'a str,
+            // Text alone as a string; with images or documents, as content blocks.
+            content: ContentWire<'a>,
+        }
+        struct Results<'a>(&'a [Message]);
+        impl Serialize for Results<'_> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let results = self.0.iter().filter(|m| m.role == Role::Tool);
+                serializer.collect_seq(results.map(|m| Result {
+                    kind: "tool_result",
+                    tool_use_id: m.tool_call_id.as_deref().unwrap_or(""),
+                    content: ContentWire(&m.content),
+                }))
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", "user")?;
+        map.serialize_entry("content", &Results(self.0))?;
+        map.end()
+    }
+}
+
+/// A user or assistant message; an assistant's tool calls as `tool_use` blocks after its
+/// content.
+struct Turn<'a>(&'a Message);
+
+impl Serialize for Turn<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        struct WithCalls<'a>(&'a Message);
+        impl Serialize for WithCalls<'_> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(None)?;
+                for block in blocks(&self.0.content) {
+                    seq.serialize_element(&block)?;
+                }
+                for call in &self.0.tool_calls {
+                    seq.serialize_element(&BlockWire::ToolUse {
+                        id: call.id.as_deref().unwrap_or(""),
+                        name: &call.name,
+                        input: &call.arguments,
+                    })?;
+                }
+                seq.end()
+            }
+        }
+        let message = self.0;
+        let mut map = serializer.serialize_map(Some(2))?;
+        if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+            map.serialize_entry("role", "assistant")?;
+            map.serialize_entry("content", &WithCalls(message))?;
+        } else {
+            map.serialize_entry("role", message.role.as_str())?;
+            map.serialize_entry("content", &ContentWire(&message.content))?;
+        }
+        map.end()
+    }
+}
+
+/// Content: a string when it is plain text, else its blocks.
+struct ContentWire<'a>(&'a Content);
+
+impl Serialize for ContentWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0 {
+            Content::Text(text) => serializer.serialize_str(text),
+            content @ Content::Blocks(_) => serializer.collect_seq(blocks(content)),
+        }
+    }
+}
+
+/// The blocks Anthropic is sent for content: empty text and unsigned thinking left out.
+fn blocks(content: &Content) -> impl Iterator<Item = BlockWire<'_>> {
+    let (text, blocks) = match content {
+        Content::Text(text) => (Some(text.as_str()).filter(|t| !t.is_empty()), &[][..]),
+        Content::Blocks(blocks) => (None, &blocks[..]),
+    };
+    let text = text.map(|text| BlockWire::Text { text });
+    text.into_iter().chain(blocks.iter().filter_map(|block| {
+        Some(match block {
+            Block::Text(t) if t.text.is_empty() => return None,
+            Block::Text(t) => BlockWire::Text { text: &t.text },
             Block::Thinking(Thinking {
                 text,
                 signature: Some(signature),
-            }) => Some(json!({"type": "thinking", "thinking": text, "signature": signature})),
-            Block::Thinking(_) => None,
-            Block::Image(image) => Some(match image.url() {
-                Some(url) => json!({"type": "image", "source": {"type": "url", "url": url}}),
-                None => json!({"type": "image", "source": {
-                    "type": "base64",
-                    "media_type": image.media_type().unwrap_or("image/png"),
-                    "data": image.data().unwrap_or_default(),
-                }}),
-            }),
-            Block::Document(doc) => Some(json!({"type": "document", "source": {
-                "type": "base64", "media_type": doc.media_type, "data": doc.data,
-            }})),
+            }) => BlockWire::Thinking {
+                thinking: text,
+                signature,
+            },
+            Block::Thinking(_) => return None,
+            Block::Image(image) => BlockWire::Image {
+                source: image_source(image),
+            },
+            Block::Document(doc) => BlockWire::Document {
+                source: Source::Base64 {
+                    media_type: &doc.media_type,
+                    data: &doc.data,
+                },
+            },
         })
-        .collect()
+    }))
 }
+
+fn image_source(image: &Image) -> Source<'_> {
+    match image.source() {
+        ImageSource::Url(url) => Source::Url { url },
+        ImageSource::Data { data, media_type } => Source::Base64 { media_type, data },
+    }
+}
+
+/// One content block as sent.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockWire<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    Image {
+        source: Source<'a>,
+    },
+    Document {
+        source: Source<'a>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Map<String, Value>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Source<'a> {
+    Url { url: &'a str },
+    Base64 { media_type: &'a str, data: &'a str },
+}
+
+// The answer ----------------------------------------------------------------------------------
 
 fn stop_reason(value: &str) -> FinishReason {
     match value {
@@ -334,145 +540,66 @@ fn stop_reason(value: &str) -> FinishReason {
     }
 }
 
-/// Anthropic's counts, merged key by key: a key present replaces, an absent one keeps.
-#[derive(Default, Clone, Copy)]
-struct UsageParts {
-    input: Option<u64>,
-    output: Option<u64>,
-    cache_read: Option<u64>,
-    cache_write: Option<u64>,
-}
-
-impl UsageParts {
-    fn merge(&mut self, usage: &Value) {
-        // A key present (even null) replaces; counts saturate, never overflow.
-        let at = |key: &str| usage.get(key).map(count);
-        self.input = at("input_tokens").or(self.input);
-        self.output = at("output_tokens").or(self.output);
-        self.cache_read = at("cache_read_input_tokens").or(self.cache_read);
-        self.cache_write = at("cache_creation_input_tokens").or(self.cache_write);
-    }
-
-    fn seen(&self) -> bool {
-        self.input.is_some() || self.output.is_some()
-    }
-
-    /// Anthropic's `input_tokens` leaves out what was read from or written to the cache;
-    /// the prompt count here puts them back, so cached tokens stay inside it as everywhere
-    /// else.
-    fn usage(&self) -> TokenUsage {
-        let (read, write) = (self.cache_read.unwrap_or(0), self.cache_write.unwrap_or(0));
-        let prompt = self
-            .input
-            .unwrap_or(0)
-            .saturating_add(read)
-            .saturating_add(write);
-        let completion = self.output.unwrap_or(0);
-        TokenUsage::new(prompt, completion, prompt.saturating_add(completion))
-            .with_cached(read)
-            .with_cache_write(write)
-    }
-}
-
-/// Reads a non-streamed Messages answer.
-///
-/// # Errors
-/// A [`Provider`](harness_core::ErrorKind::Provider) error naming what a required part of the
-/// answer lacks.
-pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
-    let content = required("Anthropic", answer, "content")?;
-    let mut blocks = Vec::new();
-    let mut calls = Vec::new();
-    for block in content.as_array().into_iter().flatten() {
-        let kind = required("Anthropic", block, "type")?
-            .as_str()
-            .unwrap_or_default();
-        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
-        match kind {
-            "text" if !text("text").is_empty() => blocks.push(Block::text(text("text"))),
-            "thinking" if !text("thinking").is_empty() => {
-                let thinking = match block.get("signature").and_then(Value::as_str) {
-                    Some(signature) => Thinking::signed(text("thinking"), signature),
-                    None => Thinking::new(text("thinking")),
-                };
-                blocks.push(thinking.into());
-            }
-            "tool_use" if !text("name").is_empty() => {
-                // An input that is not an object is kept as sent; such a call is not run.
-                let input = block.get("input").cloned().unwrap_or(Value::Null);
-                let mut call = ToolCall::new(text("name"), input);
-                if !text("id").is_empty() {
-                    call = call.with_id(text("id"));
-                }
-                calls.push(call);
-            }
-            _ => {}
-        }
-    }
-    // A missing stop reason is not a finished answer.
-    let finish = answer
-        .get("stop_reason")
-        .and_then(Value::as_str)
-        .map_or(FinishReason::Other, stop_reason);
-    if finish == FinishReason::Length
-        && let Some(last) = calls.pop()
-    {
-        // Anthropic: a tool_use cut by max_tokens may hold incomplete input.
-        let mut cut = ToolCall::new(last.name.clone(), Value::Null);
-        cut.raw_arguments = Some(last.arguments_text());
-        cut.id = last.id;
-        calls.push(cut);
-    }
-    let mut response = CompletionResponse::from_blocks(blocks)
-        .with_tool_calls(calls)
-        .with_finish_reason(finish);
-    if let Some(usage) = answer
-        .get("usage")
-        .filter(|u| u.as_object().is_some_and(|m| !m.is_empty()))
-    {
-        let mut parts = UsageParts::default();
-        parts.merge(usage);
-        response = response.with_usage(parts.usage());
-    }
-    Ok(response)
-}
-
-// Streaming ----------------------------------------------------------------------------------
-
+/// One stream event: `message_start`, `content_block_start`, `content_block_delta`,
+/// `message_delta`, `message_stop`, `error` (and `ping`, and whatever comes later).
 #[derive(Deserialize)]
 struct Event<'a> {
     #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
+    kind: Str<'a>,
     #[serde(default)]
     index: Option<usize>,
     #[serde(borrow, default)]
-    content_block: Option<BlockStart<'a>>,
+    content_block: Option<BlockIn<'a>>,
     #[serde(borrow, default)]
-    delta: Option<DeltaBody<'a>>,
+    delta: Option<DeltaIn<'a>>,
+    #[serde(borrow, default)]
+    message: Option<MessageIn<'a>>,
     #[serde(default)]
-    message: Option<MessageStart>,
-    #[serde(default)]
-    usage: Option<Value>,
+    usage: Option<UsageIn>,
     #[serde(default)]
     error: Option<Value>,
 }
 
+/// A message: a non-streamed answer whole, or the start of a stream (no content yet).
 #[derive(Deserialize)]
-struct BlockStart<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Cow<'a, str>,
+struct MessageIn<'a> {
+    #[serde(borrow, default)]
+    id: Text<'a>,
+    #[serde(borrow, default)]
+    model: Text<'a>,
+    #[serde(borrow, default)]
+    content: Option<Vec<BlockIn<'a>>>,
+    #[serde(borrow, default)]
+    stop_reason: Text<'a>,
+    #[serde(default)]
+    usage: Option<UsageIn>,
+    /// An answer that is the vendor's error: `{"type": "error", "error": {...}}`.
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// A content block: whole in an answer; as a stream's `content_block_start`, its text
+/// (empty) and a tool_use's input (`{}`) to come as deltas.
+#[derive(Deserialize)]
+struct BlockIn<'a> {
+    #[serde(borrow, rename = "type", default)]
+    kind: Text<'a>,
     #[serde(borrow, default)]
     id: Text<'a>,
     #[serde(borrow, default)]
     name: Text<'a>,
-    /// A tool_use's input as the block starts: `{}` from Anthropic, which then streams the
-    /// input; a proxy may send it whole here instead.
     #[serde(default)]
     input: Option<Value>,
+    #[serde(borrow, default)]
+    text: Text<'a>,
+    #[serde(borrow, default)]
+    thinking: Text<'a>,
+    #[serde(borrow, default)]
+    signature: Text<'a>,
 }
 
 #[derive(Deserialize)]
-struct DeltaBody<'a> {
+struct DeltaIn<'a> {
     #[serde(borrow, rename = "type", default)]
     kind: Text<'a>,
     #[serde(borrow, default)]
@@ -487,10 +614,57 @@ struct DeltaBody<'a> {
     stop_reason: Text<'a>,
 }
 
-#[derive(Deserialize)]
-struct MessageStart {
-    #[serde(default)]
-    usage: Option<Value>,
+/// Anthropic's counts; a key present (even as `null`, which counts 0) replaces the count so
+/// far, an absent one keeps it. Counts saturate, never overflow.
+#[derive(Deserialize, Default, Clone, Copy)]
+#[allow(clippy::struct_field_names)] // the vendor's names
+struct UsageIn {
+    #[serde(default, deserialize_with = "present")]
+    input_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    output_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    cache_read_input_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    cache_creation_input_tokens: Option<Count>,
+}
+
+impl UsageIn {
+    fn merge(&mut self, newer: &UsageIn) {
+        self.input_tokens = newer.input_tokens.or(self.input_tokens);
+        self.output_tokens = newer.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = newer
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = newer
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    fn seen(&self) -> bool {
+        self.input_tokens.is_some()
+            || self.output_tokens.is_some()
+            || self.cache_read_input_tokens.is_some()
+            || self.cache_creation_input_tokens.is_some()
+    }
+
+    /// Anthropic's `input_tokens` leaves out what was read from or written to the cache;
+    /// the prompt count here puts them back, so cached tokens stay inside it as everywhere
+    /// else.
+    fn usage(&self) -> TokenUsage {
+        let read = |count: Option<Count>| count.map_or(0, |c| c.0);
+        let (cached, written) = (
+            read(self.cache_read_input_tokens),
+            read(self.cache_creation_input_tokens),
+        );
+        let prompt = read(self.input_tokens)
+            .saturating_add(cached)
+            .saturating_add(written);
+        let completion = read(self.output_tokens);
+        TokenUsage::new(prompt, completion, prompt.saturating_add(completion))
+            .with_cached(cached)
+            .with_cache_write(written)
+    }
 }
 
 enum Slot {
@@ -503,23 +677,134 @@ enum Slot {
         id: String,
         name: String,
         arguments: String,
-        /// The input the block started with, when it was not empty.
-        started_with: Option<Value>,
+        /// The input the block came with: a non-streamed answer's, or a stream's when it
+        /// was not empty (a proxy may send it whole there).
+        whole: Option<Value>,
     },
 }
 
-/// Assembles a Messages stream: content slots by index (a block started again at a taken
-/// index is another block, never merged into or replacing the first), usage merged from
-/// `message_start` and `message_delta`. The turn is whole once `message_stop` has come.
-#[derive(Default)]
-pub(crate) struct MessagesAccumulator {
+/// Reads Messages: a stream's events (content slots by index, a block started again at a
+/// taken index another block, never merged into or replacing the first; usage merged from
+/// `message_start` and `message_delta`; whole once `message_stop` has come), and a
+/// non-streamed answer as the events it would have been: its start, each block started
+/// whole, its stop reason, its stop.
+pub(crate) struct MessagesAccumulator<'v> {
+    vendor: Vendor<'v>,
+    id: Option<String>,
+    model: Option<String>,
     slots: Vec<(usize, Slot)>,
-    usage: UsageParts,
+    usage: UsageIn,
     finish: Option<FinishReason>,
     stopped: bool,
 }
 
-impl MessagesAccumulator {
+impl<'v> MessagesAccumulator<'v> {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+        Self {
+            vendor,
+            id: None,
+            model: None,
+            slots: Vec::new(),
+            usage: UsageIn::default(),
+            finish: None,
+            stopped: false,
+        }
+    }
+
+    /// Reads a non-streamed answer.
+    pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
+        let vendor = self.vendor;
+        let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
+        if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
+        }
+        let content = json::required(vendor, message.content.as_ref(), "content", body)?;
+        for block in content {
+            json::required(vendor, block.kind.as_ref(), "type", body)?;
+        }
+        let MessageIn {
+            id,
+            model,
+            content,
+            stop_reason: stop,
+            usage,
+            ..
+        } = message;
+        self.start(id.as_deref(), model.as_deref(), usage.as_ref());
+        for (index, block) in content.into_iter().flatten().enumerate() {
+            self.block_start(index, block, None);
+        }
+        // A missing stop reason is not a finished answer.
+        self.finish = Some(stop.as_deref().map_or(FinishReason::Other, stop_reason));
+        self.stopped = true;
+        self.finish()
+    }
+
+    /// `message_start`: the message's id, model and first usage.
+    fn start(&mut self, id: Option<&str>, model: Option<&str>, usage: Option<&UsageIn>) {
+        if let Some(id) = id.filter(|_| self.id.is_none()) {
+            self.id = Some(id.to_owned());
+        }
+        if let Some(model) = model.filter(|_| self.model.is_none()) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = usage {
+            self.usage.merge(usage);
+        }
+    }
+
+    /// `content_block_start`, or a whole block of an answer (`emit` `None`).
+    fn block_start(
+        &mut self,
+        index: usize,
+        block: BlockIn<'_>,
+        mut emit: Option<&mut dyn FnMut(LlmEvent)>,
+    ) {
+        let whole = emit.is_none();
+        let slot = match block.kind.as_deref() {
+            Some("tool_use") => Slot::Tool {
+                id: block.id.map(|s| s.0.into_owned()).unwrap_or_default(),
+                name: block.name.map(|s| s.0.into_owned()).unwrap_or_default(),
+                arguments: String::new(),
+                // An answer's input is the input, absent or not an object included (such a
+                // call is not run); a stream's `{}` is a placeholder for the deltas.
+                whole: if whole {
+                    Some(block.input.unwrap_or(Value::Null))
+                } else {
+                    block
+                        .input
+                        .filter(|input| !input.as_object().is_some_and(Map::is_empty))
+                },
+            },
+            Some(kind @ ("text" | "thinking")) => {
+                let thinking = kind == "thinking";
+                let text = if thinking { block.thinking } else { block.text };
+                let text = text.map(|t| t.0.into_owned()).unwrap_or_default();
+                if let Some(emit) = emit.as_mut().filter(|_| !text.is_empty()) {
+                    emit(if thinking {
+                        LlmEvent::ThinkingDelta(text.clone())
+                    } else {
+                        LlmEvent::TextDelta(text.clone())
+                    });
+                }
+                Slot::Content {
+                    thinking,
+                    text,
+                    signature: block
+                        .signature
+                        .filter(|s| thinking && !s.is_empty())
+                        .map(|s| s.0.into_owned()),
+                }
+            }
+            _ => return, // server-side tool blocks are the vendor's business
+        };
+        self.slots.push((index, slot));
+    }
+
     fn slot(&mut self, index: usize, thinking: bool) -> &mut Slot {
         let at = match self.slots.iter().rposition(|(i, _)| *i == index) {
             Some(at) => at,
@@ -535,10 +820,8 @@ impl MessagesAccumulator {
         };
         &mut self.slots[at].1
     }
-}
 
-impl MessagesAccumulator {
-    fn on_delta(&mut self, index: usize, delta: DeltaBody<'_>, emit: &mut dyn FnMut(LlmEvent)) {
+    fn on_delta(&mut self, index: usize, delta: DeltaIn<'_>, emit: &mut dyn FnMut(LlmEvent)) {
         match delta.kind.as_deref() {
             Some("text_delta") => {
                 if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
@@ -576,38 +859,17 @@ impl MessagesAccumulator {
     }
 }
 
-impl Accumulator for MessagesAccumulator {
-    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+impl Accumulator for MessagesAccumulator<'_> {
+    fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let data = event.data;
         let event: Event<'_> =
-            serde_json::from_str(data).map_err(|e| rest::unreadable("Anthropic", &e, data))?;
+            serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
         let index = event.index.unwrap_or(0);
-        match event.kind.as_ref() {
+        match &*event.kind {
             "content_block_start" => {
-                let Some(block) = event.content_block else {
-                    return Ok(());
-                };
-                let slot = match block.kind.as_ref() {
-                    "tool_use" => Slot::Tool {
-                        id: block.id.map(|s| s.0.into_owned()).unwrap_or_default(),
-                        name: block.name.map(|s| s.0.into_owned()).unwrap_or_default(),
-                        arguments: String::new(),
-                        started_with: block
-                            .input
-                            .filter(|input| !input.as_object().is_some_and(Map::is_empty)),
-                    },
-                    "text" => Slot::Content {
-                        thinking: false,
-                        text: String::new(),
-                        signature: None,
-                    },
-                    "thinking" => Slot::Content {
-                        thinking: true,
-                        text: String::new(),
-                        signature: None,
-                    },
-                    _ => return Ok(()), // server-side tool blocks are the vendor's business
-                };
-                self.slots.push((index, slot));
+                if let Some(block) = event.content_block {
+                    self.block_start(index, block, Some(emit));
+                }
             }
             "content_block_delta" => {
                 if let Some(delta) = event.delta {
@@ -615,8 +877,12 @@ impl Accumulator for MessagesAccumulator {
                 }
             }
             "message_start" => {
-                if let Some(usage) = event.message.and_then(|m| m.usage) {
-                    self.usage.merge(&usage);
+                if let Some(message) = &event.message {
+                    self.start(
+                        message.id.as_deref(),
+                        message.model.as_deref(),
+                        message.usage.as_ref(),
+                    );
                 }
             }
             "message_delta" => {
@@ -630,7 +896,7 @@ impl Accumulator for MessagesAccumulator {
             "message_stop" => self.stopped = true,
             "error" => {
                 let error = event.error.unwrap_or(Value::Null);
-                return Err(rest::vendor_error("Anthropic", &error, data));
+                return Err(json::vendor_error(self.vendor, &error, data));
             }
             _ => {}
         }
@@ -639,12 +905,14 @@ impl Accumulator for MessagesAccumulator {
 
     fn finish(&mut self) -> Result<CompletionResponse> {
         if !self.stopped {
-            return Err(rest::incomplete("Anthropic", "message_stop"));
+            return Err(json::incomplete(self.vendor, "message_stop"));
         }
         let mut slots = std::mem::take(&mut self.slots);
         slots.sort_by_key(|(i, _)| *i);
         let mut blocks = Vec::new();
         let mut calls = Vec::new();
+        // Whether the last call's input came whole (not as deltas).
+        let mut last_whole = false;
         for (_, slot) in slots {
             match slot {
                 Slot::Content { text, .. } if text.is_empty() => {}
@@ -663,10 +931,11 @@ impl Accumulator for MessagesAccumulator {
                     id,
                     name,
                     arguments,
-                    started_with,
+                    whole,
                 } => {
-                    // Input streamed as deltas wins; else what the block started with.
-                    let call = match started_with {
+                    // Input streamed as deltas wins; else what the block came with.
+                    last_whole = whole.is_some() && arguments.trim().is_empty();
+                    let call = match whole {
                         Some(input) if arguments.trim().is_empty() => ToolCall::new(&name, input),
                         _ => call_from_text(&name, &arguments, self.finish),
                     };
@@ -678,11 +947,25 @@ impl Accumulator for MessagesAccumulator {
                 }
             }
         }
+        if self.finish == Some(FinishReason::Length)
+            && last_whole
+            && let Some(last) = calls.last_mut()
+        {
+            // A tool_use cut by max_tokens may hold incomplete input: never run it.
+            last.raw_arguments = Some(last.arguments_text());
+            last.arguments = Map::new();
+        }
         let mut response = CompletionResponse::from_blocks(merge_blocks(blocks))
             .with_tool_calls(calls)
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));
         if self.usage.seen() {
             response = response.with_usage(self.usage.usage());
+        }
+        if let Some(id) = self.id.take() {
+            response = response.with_id(id);
+        }
+        if let Some(model) = self.model.take() {
+            response = response.with_model(model);
         }
         Ok(response)
     }

@@ -1,15 +1,20 @@
 //! Google's Gemini API: `generateContent` and `streamGenerateContent` (SSE).
 
 use harness_core::{
-    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, ImageSource, Llm, LlmEvent,
+    Message, ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall,
+    ToolChoice, ToolSpec,
 };
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::ser::{SerializeMap as _, SerializeSeq as _};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-use crate::http::{Connection, HttpClient, connection_setters};
-use crate::rest::{self, Accumulator, StreamRequest, required};
-use crate::wire::{Count, Few, Text, count, count_at};
+use crate::connection::{Connection, connection_setters};
+use crate::rest::json::{self, Vendor};
+use crate::rest::{self, Accumulator, HttpClient, SseEvent};
+use crate::wire::{ContentText, Count, Few, Settings, SystemText, Text, present};
+
+const NAME: &str = "Gemini";
 
 /// A Gemini model.
 ///
@@ -30,6 +35,9 @@ pub struct Gemini {
     client: HttpClient,
     model: String,
     defaults: ModelSettings,
+    /// `/models/{model}:generateContent`, and its streaming twin, made once.
+    generate_path: String,
+    stream_path: String,
 }
 
 /// Builds a [`Gemini`] model.
@@ -74,51 +82,47 @@ impl Gemini {
         &self.defaults
     }
 
-    /// The request body: `contents` and only what is set. Gemini has no switch for parallel
-    /// tool calls; `parallel_tool_calls` is not sent.
+    /// The request body this model would send, as JSON, without sending it: `contents` and
+    /// only what is set. Gemini has no switch for parallel tool calls; `parallel_tool_calls`
+    /// is not sent. (What is sent is written straight from the request, without this value
+    /// in between.)
     ///
     /// # Errors
     /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an image given only by
     /// URL.
     pub fn request_body(&self, request: &Request<'_>) -> Result<Value> {
-        let settings = request.settings.over(&self.defaults);
-        let tools = request.tools;
-        let mut body = Map::new();
-        let (system, contents) = messages_to_wire(request.messages)?;
-        body.insert("contents".into(), Value::Array(contents));
-        if let Some(system) = system {
-            body.insert(
-                "systemInstruction".into(),
-                json!({"parts": [{"text": system}]}),
-            );
-        }
-        if !tools.is_empty() {
-            let declarations: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters_json_schema": t.parameters,
-                    })
-                })
-                .collect();
-            body.insert(
-                "tools".into(),
-                json!([{"functionDeclarations": declarations}]),
-            );
-            if let Some(config) = function_calling(settings.tool_choice.as_ref()) {
-                body.insert(
-                    "toolConfig".into(),
-                    json!({"functionCallingConfig": config}),
-                );
-            }
-        }
-        let config = generation_config(&settings, request.output);
-        if !config.is_empty() {
-            body.insert("generationConfig".into(), Value::Object(config));
-        }
-        Ok(Value::Object(body))
+        let body = self.body(request)?;
+        // Serialising these types cannot fail: every map key is a string.
+        Ok(serde_json::to_value(body).unwrap_or_default())
+    }
+
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.client.config().provider, NAME)
+    }
+
+    /// The request body, borrowed from the request; an image Gemini cannot take is refused
+    /// here, before anything is written.
+    fn body<'a>(&'a self, request: &Request<'a>) -> Result<Body<'a>> {
+        check_media(request.messages)?;
+        let settings = Settings::merge(request.settings, &self.defaults);
+        let tools = !request.tools.is_empty();
+        let config = GenerationConfig::new(&settings, request.output);
+        Ok(Body {
+            contents: Contents(request.messages),
+            system_instruction: SystemText::of(request.messages).map(|text| Instruction {
+                parts: [TextPart { text }],
+            }),
+            tools: tools.then_some([Declarations {
+                function_declarations: Functions(request.tools),
+            }]),
+            tool_config: settings
+                .tool_choice
+                .filter(|_| tools)
+                .map(|choice| ToolConfig {
+                    function_calling_config: CallingConfig::from(choice),
+                }),
+            generation_config: (!config.is_empty()).then_some(config),
+        })
     }
 }
 
@@ -148,6 +152,8 @@ impl GeminiBuilder {
         }
         Ok(Gemini {
             client: HttpClient::new(config)?,
+            generate_path: format!("/models/{}:generateContent", self.model),
+            stream_path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
             model: self.model,
             defaults: self.defaults,
         })
@@ -157,24 +163,21 @@ impl GeminiBuilder {
 #[async_trait::async_trait]
 impl Llm for Gemini {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let body = self.request_body(&request)?;
-        let path = format!("/models/{}:generateContent", self.model);
-        let answer = self.client.post_json(&path, &body).await?;
-        parse_response(&answer)
+        let body = self.body(&request)?;
+        let answer = self.client.post(&self.generate_path, &body).await?;
+        ContentAccumulator::new(self.vendor()).answer(&self.generate_path, &answer)
     }
 
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        let body = match self.request_body(&request) {
+        let body = match self.body(&request) {
             Ok(body) => body,
             Err(e) => return Box::pin(futures_util::stream::once(async { Err(e) })),
         };
         rest::stream(
             &self.client,
-            StreamRequest {
-                path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
-                body,
-                accumulator: ContentAccumulator::default(),
-            },
+            &self.stream_path,
+            &body,
+            ContentAccumulator::new(self.vendor()),
         )
     }
 
@@ -188,141 +191,401 @@ impl Llm for Gemini {
     }
 }
 
-/// `generationConfig` for the settings and the output schema: only what is set.
-fn generation_config(
-    settings: &ModelSettings,
-    output: Option<&OutputSchema>,
-) -> Map<String, Value> {
-    let mut config = Map::new();
-    if let Some(t) = settings.temperature {
-        config.insert("temperature".into(), Value::from(t));
+// The request ---------------------------------------------------------------------------------
+
+/// A `generateContent` request, borrowed from the [`Request`]: keys in this order, the unset
+/// ones left out.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    contents: Contents<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<Instruction<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<[Declarations<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<ToolConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation_config: Option<GenerationConfig<'a>>,
+}
+
+#[derive(Serialize)]
+struct Instruction<'a> {
+    parts: [TextPart<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    text: SystemText<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declarations<'a> {
+    function_declarations: Functions<'a>,
+}
+
+/// Each tool with its full JSON Schema.
+struct Functions<'a>(&'a [ToolSpec]);
+
+impl Serialize for Functions<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters_json_schema: &'a Value,
+        }
+        serializer.collect_seq(self.0.iter().map(|t| Function {
+            name: &t.name,
+            description: &t.description,
+            parameters_json_schema: &t.parameters,
+        }))
     }
-    if let Some(p) = settings.top_p {
-        config.insert("topP".into(), Value::from(p));
-    }
-    if let Some(n) = settings.max_tokens {
-        config.insert("maxOutputTokens".into(), Value::from(n));
-    }
-    if !settings.stop.is_empty() {
-        config.insert("stopSequences".into(), Value::from(settings.stop.clone()));
-    }
-    if let Some(level) = settings.reasoning {
-        config.insert(
-            "thinkingConfig".into(),
-            json!({"thinkingBudget": level.budget_tokens()}),
-        );
-    }
-    if let Some(output) = output {
-        config.insert("responseMimeType".into(), Value::from("application/json"));
-        config.insert("responseJsonSchema".into(), output.schema.clone());
-    }
-    config
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    function_calling_config: CallingConfig<'a>,
 }
 
 /// `functionCallingConfig` for a tool choice: AUTO, NONE, ANY, or ANY limited to one tool.
-fn function_calling(choice: Option<&ToolChoice>) -> Option<Value> {
-    Some(match choice? {
-        ToolChoice::None => json!({"mode": "NONE"}),
-        ToolChoice::Required => json!({"mode": "ANY"}),
-        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
-        _ => json!({"mode": "AUTO"}),
-    })
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallingConfig<'a> {
+    mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_function_names: Option<[&'a str; 1]>,
 }
 
-fn messages_to_wire(messages: &[Message]) -> Result<(Option<String>, Vec<Value>)> {
-    let mut system: Vec<String> = Vec::new();
-    let mut contents: Vec<Value> = Vec::new();
-    let mut responses: Option<Vec<Value>> = None;
-    let flush = |contents: &mut Vec<Value>, open: &mut Option<Vec<Value>>| {
-        if let Some(parts) = open.take() {
-            contents.push(json!({"role": "user", "parts": parts}));
-        }
-    };
-    for message in messages {
-        match message.role {
-            Role::System => system.push(message.content.text().into_owned()),
-            Role::Tool => {
-                let mut response = json!({
-                    "name": message.name.as_deref().unwrap_or(""),
-                    "response": {"result": message.content.text()},
-                });
-                if let Some(id) = &message.tool_call_id {
-                    response["id"] = Value::from(id.as_str());
-                }
-                let parts = responses.get_or_insert_with(Vec::new);
-                parts.push(json!({"functionResponse": response}));
-                // Images and documents the tool returned travel as inline parts beside it.
-                if let Content::Blocks(blocks) = &message.content {
-                    let media = blocks.iter().filter(|b| !matches!(b, Block::Text(_)));
-                    parts.extend(parts_of(&Content::Blocks(media.cloned().collect()))?);
-                }
-            }
-            Role::Assistant => {
-                flush(&mut contents, &mut responses);
-                let mut signature = signature_of(&message.content);
-                let mut parts = parts_of(&message.content)?;
-                for call in &message.tool_calls {
-                    let mut function_call =
-                        json!({"name": call.name, "args": Value::Object(call.arguments.clone())});
-                    if let Some(id) = &call.id {
-                        function_call["id"] = Value::from(id.as_str());
-                    }
-                    let mut part = json!({"functionCall": function_call});
-                    if let Some(sig) = signature.take() {
-                        part["thoughtSignature"] = Value::from(sig);
-                    }
-                    parts.push(part);
-                }
-                if let (Some(sig), Some(Value::Object(first))) = (signature, parts.first_mut()) {
-                    first.insert("thoughtSignature".into(), Value::from(sig));
-                }
-                contents.push(json!({"role": "model", "parts": parts}));
-            }
-            Role::User => {
-                flush(&mut contents, &mut responses);
-                contents.push(json!({"role": "user", "parts": parts_of(&message.content)?}));
-            }
+impl<'a> From<&'a ToolChoice> for CallingConfig<'a> {
+    fn from(choice: &'a ToolChoice) -> Self {
+        let (mode, only) = match choice {
+            ToolChoice::None => ("NONE", None),
+            ToolChoice::Required => ("ANY", None),
+            ToolChoice::Tool(name) => ("ANY", Some([name.as_str()])),
+            _ => ("AUTO", None),
+        };
+        Self {
+            mode,
+            allowed_function_names: only,
         }
     }
-    flush(&mut contents, &mut responses);
-    Ok(((!system.is_empty()).then(|| system.join("\n")), contents))
+}
+
+/// `generationConfig` for the settings and the output schema: only what is set.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<ThinkingConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingConfig {
+    thinking_budget: u32,
+}
+
+impl<'a> GenerationConfig<'a> {
+    fn new(settings: &Settings<'a>, output: Option<&'a OutputSchema>) -> Self {
+        Self {
+            temperature: settings.temperature,
+            top_p: settings.top_p,
+            max_output_tokens: settings.max_tokens,
+            stop_sequences: settings.stop,
+            thinking_config: settings.reasoning.map(|level| ThinkingConfig {
+                thinking_budget: level.budget_tokens(),
+            }),
+            response_mime_type: output.map(|_| "application/json"),
+            response_json_schema: output.map(|o| &o.schema),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.temperature.is_none()
+            && self.top_p.is_none()
+            && self.max_output_tokens.is_none()
+            && self.stop_sequences.is_empty()
+            && self.thinking_config.is_none()
+            && self.response_json_schema.is_none()
+    }
+}
+
+/// Refuses an image Gemini cannot take: one given only by URL.
+fn check_media(messages: &[Message]) -> Result<()> {
+    let url = messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .filter_map(|m| match &m.content {
+            Content::Blocks(blocks) => Some(blocks),
+            Content::Text(_) => None,
+        })
+        .flatten()
+        .find_map(|block| match block {
+            Block::Image(image) => match image.source() {
+                ImageSource::Url(_) => Some(image),
+                ImageSource::Data { .. } => None,
+            },
+            _ => None,
+        });
+    match url {
+        None => Ok(()),
+        Some(image) => Err(Error::configuration(format!(
+            "Gemini needs inline image data, not a URL ({}); load the image with \
+             Image::from_path or Image::from_bytes",
+            image.data_url()
+        ))),
+    }
+}
+
+/// The transcript as `contents`: system messages left out (they are the instruction), a
+/// run of tool results one user turn of function responses.
+struct Contents<'a>(&'a [Message]);
+
+impl Serialize for Contents<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        // The first tool result of the run of results not yet written.
+        let mut open: Option<usize> = None;
+        for (i, message) in self.0.iter().enumerate() {
+            match message.role {
+                Role::System => {}
+                Role::Tool => {
+                    open.get_or_insert(i);
+                }
+                Role::Assistant | Role::User => {
+                    if let Some(from) = open.take() {
+                        seq.serialize_element(&Responses(&self.0[from..i]))?;
+                    }
+                    seq.serialize_element(&Turn(message))?;
+                }
+            }
+        }
+        if let Some(from) = open {
+            seq.serialize_element(&Responses(&self.0[from..]))?;
+        }
+        seq.end()
+    }
+}
+
+/// One user or model turn; a model turn's calls after its content, its thought signature
+/// (the first of the turn) on the first call, else on the first part.
+struct Turn<'a>(&'a Message);
+
+impl Serialize for Turn<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Parts<'a>(&'a Message);
+        impl Serialize for Parts<'_> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let message = self.0;
+                let mut signature = match message.role {
+                    Role::Assistant => signature_of(&message.content),
+                    _ => None,
+                };
+                let calls = &message.tool_calls;
+                let mut seq = serializer.serialize_seq(None)?;
+                for (i, part) in parts(&message.content).enumerate() {
+                    let signed = if i == 0 && calls.is_empty() {
+                        signature.take()
+                    } else {
+                        None
+                    };
+                    seq.serialize_element(&Signed(part, signed))?;
+                }
+                for call in calls {
+                    let part = Part::Call {
+                        name: &call.name,
+                        args: &call.arguments,
+                        id: call.id.as_deref(),
+                    };
+                    seq.serialize_element(&Signed(part, signature.take()))?;
+                }
+                seq.end()
+            }
+        }
+        let role = match self.0.role {
+            Role::Assistant => "model",
+            _ => "user",
+        };
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", role)?;
+        map.serialize_entry("parts", &Parts(self.0))?;
+        map.end()
+    }
+}
+
+/// A run of tool results: each a `functionResponse`, the images and documents it returned
+/// as inline parts beside it.
+struct Responses<'a>(&'a [Message]);
+
+impl Serialize for Responses<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Parts<'a>(&'a [Message]);
+        impl Serialize for Parts<'_> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(None)?;
+                for message in self.0.iter().filter(|m| m.role == Role::Tool) {
+                    let response = Part::Response {
+                        name: message.name.as_deref().unwrap_or(""),
+                        result: ContentText(&message.content),
+                        id: message.tool_call_id.as_deref(),
+                    };
+                    seq.serialize_element(&Signed(response, None))?;
+                    if let Content::Blocks(_) = &message.content {
+                        for media in parts(&message.content).filter(|p| !matches!(p, Part::Text(_)))
+                        {
+                            seq.serialize_element(&Signed(media, None))?;
+                        }
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", "user")?;
+        map.serialize_entry("parts", &Parts(self.0))?;
+        map.end()
+    }
 }
 
 /// The first thought signature of a turn, kept as a signed thinking block.
-fn signature_of(content: &Content) -> Option<String> {
-    content.blocks().iter().find_map(|b| match b {
-        Block::Thinking(Thinking {
-            signature: Some(s), ..
-        }) => Some(s.clone()),
-        _ => None,
-    })
+fn signature_of(content: &Content) -> Option<&str> {
+    match content {
+        Content::Text(_) => None,
+        Content::Blocks(blocks) => blocks.iter().find_map(|b| match b {
+            Block::Thinking(Thinking {
+                signature: Some(s), ..
+            }) => Some(s.as_str()),
+            _ => None,
+        }),
+    }
 }
 
-fn parts_of(content: &Content) -> Result<Vec<Value>> {
-    let mut parts = Vec::new();
-    for block in content.blocks().iter() {
-        match block {
-            Block::Text(t) if !t.text.is_empty() => parts.push(json!({"text": t.text})),
-            Block::Image(image) => match (image.data(), image.media_type()) {
-                (Some(data), Some(media_type)) => {
-                    parts.push(json!({"inline_data": {"mime_type": media_type, "data": data}}));
-                }
-                _ => {
-                    return Err(Error::configuration(format!(
-                        "Gemini needs inline image data, not a URL ({}); load the image with \
-                         Image::from_path or Image::from_bytes",
-                        image.data_url()
-                    )));
-                }
+/// The parts of content: non-empty text, and images and documents inline (an image by URL
+/// was refused before; thinking is not sent).
+fn parts(content: &Content) -> impl Iterator<Item = Part<'_>> {
+    let (text, blocks) = match content {
+        Content::Text(text) => (Some(text.as_str()).filter(|t| !t.is_empty()), &[][..]),
+        Content::Blocks(blocks) => (None, &blocks[..]),
+    };
+    text.map(Part::Text)
+        .into_iter()
+        .chain(blocks.iter().filter_map(|block| match block {
+            Block::Text(t) if !t.text.is_empty() => Some(Part::Text(&t.text)),
+            Block::Image(image) => match image.source() {
+                ImageSource::Data { data, media_type } => Some(Part::Inline { media_type, data }),
+                ImageSource::Url(_) => None,
             },
-            Block::Document(doc) => {
-                parts.push(json!({"inline_data": {"mime_type": doc.media_type, "data": doc.data}}));
-            }
-            Block::Text(_) | Block::Thinking(_) => {}
-        }
-    }
-    Ok(parts)
+            Block::Document(doc) => Some(Part::Inline {
+                media_type: &doc.media_type,
+                data: &doc.data,
+            }),
+            Block::Text(_) | Block::Thinking(_) => None,
+        }))
 }
+
+/// One part of a turn.
+enum Part<'a> {
+    Text(&'a str),
+    Inline {
+        media_type: &'a str,
+        data: &'a str,
+    },
+    Call {
+        name: &'a str,
+        args: &'a Map<String, Value>,
+        id: Option<&'a str>,
+    },
+    Response {
+        name: &'a str,
+        result: ContentText<'a>,
+        id: Option<&'a str>,
+    },
+}
+
+/// A part, with the turn's thought signature when it carries it.
+struct Signed<'a>(Part<'a>, Option<&'a str>);
+
+impl Serialize for Signed<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct InlineData<'a> {
+            mime_type: &'a str,
+            data: &'a str,
+        }
+        #[derive(Serialize)]
+        struct FunctionCall<'a> {
+            name: &'a str,
+            args: &'a Map<String, Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<&'a str>,
+        }
+        #[derive(Serialize)]
+        struct FunctionResponse<'a> {
+            name: &'a str,
+            response: Result<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<&'a str>,
+        }
+        #[derive(Serialize)]
+        struct Result<'a> {
+            result: &'a ContentText<'a>,
+        }
+        let mut map = serializer.serialize_map(None)?;
+        match &self.0 {
+            Part::Text(text) => map.serialize_entry("text", text)?,
+            Part::Inline { media_type, data } => map.serialize_entry(
+                "inline_data",
+                &InlineData {
+                    mime_type: media_type,
+                    data,
+                },
+            )?,
+            Part::Call { name, args, id } => map.serialize_entry(
+                "functionCall",
+                &FunctionCall {
+                    name,
+                    args,
+                    id: *id,
+                },
+            )?,
+            Part::Response { name, result, id } => map.serialize_entry(
+                "functionResponse",
+                &FunctionResponse {
+                    name,
+                    response: Result { result },
+                    id: *id,
+                },
+            )?,
+        }
+        if let Some(signature) = self.1 {
+            map.serialize_entry("thoughtSignature", signature)?;
+        }
+        map.end()
+    }
+}
+
+// The answer ----------------------------------------------------------------------------------
 
 fn finish_reason(value: &str) -> FinishReason {
     match value {
@@ -335,189 +598,121 @@ fn finish_reason(value: &str) -> FinishReason {
     }
 }
 
-/// Usage from `usageMetadata`; counts saturate, never overflow.
-fn usage_from(metadata: Option<&Value>) -> Option<TokenUsage> {
-    let usage = metadata.filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))?;
-    let prompt = count_at(usage, "promptTokenCount");
-    let completion = count_at(usage, "candidatesTokenCount")
-        .saturating_add(count_at(usage, "thoughtsTokenCount"));
-    let total = usage
-        .get("totalTokenCount")
-        .map_or_else(|| prompt.saturating_add(completion), count);
-    Some(
-        TokenUsage::new(prompt, completion, total)
-            .with_cached(count_at(usage, "cachedContentTokenCount")),
-    )
-}
-
-/// The finish reason of an answer whose prompt was blocked (no candidates at all).
-fn blocked(answer_feedback: Option<&Value>) -> Option<FinishReason> {
-    answer_feedback?
-        .get("blockReason")
-        .and_then(Value::as_str)
-        .map(|_| FinishReason::Filtered)
-}
-
-/// One answer (or one streamed chunk, which is a whole answer of its own) in parts.
-struct Parts {
-    blocks: Vec<Block>,
-    calls: Vec<ToolCall>,
-    finish: Option<FinishReason>,
-    usage: Option<TokenUsage>,
-}
-
-fn read_parts(answer: &Value) -> Parts {
-    let candidate = answer
-        .get("candidates")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first());
-    let mut blocks = Vec::new();
-    let mut calls = Vec::new();
-    let parts = candidate
-        .and_then(|c| c.get("content"))
-        .and_then(|c| c.get("parts"))
-        .and_then(Value::as_array);
-    for part in parts.into_iter().flatten() {
-        if let Some(signature) = part.get("thoughtSignature").and_then(Value::as_str) {
-            blocks.push(Thinking::signed("", signature).into());
-        }
-        let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
-        if let Some(text) = part
-            .get("text")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
-            blocks.push(if thought {
-                Thinking::new(text).into()
-            } else {
-                Block::text(text)
-            });
-        }
-        if let Some(call) = part.get("functionCall") {
-            let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-            // No args is none; args that are not an object are kept as sent, not run.
-            let args = call.get("args").cloned().unwrap_or(Value::Null);
-            let mut tool_call = ToolCall::new(name, args);
-            if let Some(id) = call.get("id").and_then(Value::as_str) {
-                tool_call = tool_call.with_id(id);
-            }
-            calls.push(tool_call);
-        }
-    }
-    Parts {
-        blocks,
-        calls,
-        finish: candidate
-            .and_then(|c| c.get("finishReason"))
-            .and_then(Value::as_str)
-            .map(finish_reason)
-            .or_else(|| blocked(answer.get("promptFeedback"))),
-        usage: usage_from(answer.get("usageMetadata")),
-    }
-}
-
-/// Reads a non-streamed `generateContent` answer.
-///
-/// # Errors
-/// A [`Provider`](harness_core::ErrorKind::Provider) error when the answer has no `candidates` key.
-pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
-    if answer.get("promptFeedback").is_none() {
-        required("Gemini", answer, "candidates")?;
-    }
-    let parts = read_parts(answer);
-    // A missing finish reason is not a finished answer.
-    let mut response = CompletionResponse::from_blocks(parts.blocks)
-        .with_tool_calls(parts.calls)
-        .with_finish_reason(parts.finish.unwrap_or(FinishReason::Other));
-    if let Some(usage) = parts.usage {
-        response = response.with_usage(usage);
-    }
-    Ok(response)
-}
-
+/// A `generateContent` answer, or one chunk of its stream (each chunk is an answer of its
+/// own).
 #[derive(Deserialize)]
-struct StreamChunk<'a> {
+#[serde(rename_all = "camelCase")]
+struct Chunk<'a> {
     #[serde(borrow, default)]
-    candidates: Few<StreamCandidate<'a>>,
-    #[serde(rename = "usageMetadata", default)]
-    usage: Option<UsageWire>,
+    candidates: Option<Few<Candidate<'a>>>,
+    #[serde(default)]
+    usage_metadata: Option<UsageIn>,
     #[serde(default)]
     error: Option<Value>,
-    #[serde(rename = "promptFeedback", default)]
-    prompt_feedback: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct StreamCandidate<'a> {
     #[serde(borrow, default)]
-    content: Option<StreamContent<'a>>,
-    #[serde(rename = "finishReason", borrow, default)]
-    finish: Text<'a>,
-}
-
-#[derive(Deserialize)]
-struct StreamContent<'a> {
+    prompt_feedback: Option<Feedback<'a>>,
     #[serde(borrow, default)]
-    parts: Few<StreamPart<'a>>,
-}
-
-#[derive(Deserialize)]
-struct StreamPart<'a> {
+    response_id: Text<'a>,
     #[serde(borrow, default)]
-    text: Text<'a>,
-    #[serde(default)]
-    thought: Option<bool>,
-    #[serde(rename = "thoughtSignature", borrow, default)]
-    signature: Text<'a>,
-    #[serde(rename = "functionCall", default)]
-    function_call: Option<FunctionCallWire>,
-}
-
-#[derive(Deserialize)]
-struct FunctionCallWire {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    args: Option<Value>,
-    #[serde(default)]
-    id: Option<String>,
+    model_version: Text<'a>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(clippy::struct_field_names)] // the vendor's names
-struct UsageWire {
-    #[serde(default)]
-    prompt_token_count: Count,
-    #[serde(default)]
-    candidates_token_count: Count,
-    #[serde(default)]
-    thoughts_token_count: Count,
-    #[serde(default)]
-    total_token_count: Option<Count>,
-    #[serde(default)]
-    cached_content_token_count: Count,
+struct Feedback<'a> {
+    #[serde(borrow, default)]
+    block_reason: Text<'a>,
 }
 
-impl UsageWire {
-    fn usage(&self) -> TokenUsage {
-        let prompt = self.prompt_token_count.0;
-        let completion = self
-            .candidates_token_count
-            .0
-            .saturating_add(self.thoughts_token_count.0);
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<'a> {
+    #[serde(borrow, default)]
+    content: Option<ContentIn<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct ContentIn<'a> {
+    #[serde(borrow, default)]
+    parts: Few<PartIn<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartIn<'a> {
+    #[serde(borrow, default)]
+    text: Text<'a>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(borrow, default)]
+    thought_signature: Text<'a>,
+    #[serde(borrow, default)]
+    function_call: Option<CallIn<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallIn<'a> {
+    #[serde(borrow, default)]
+    name: Text<'a>,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(borrow, default)]
+    id: Text<'a>,
+}
+
+/// `usageMetadata`; a count present as `null` is 0. Counts saturate, never overflow.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(clippy::struct_field_names)] // the vendor's names
+struct UsageIn {
+    #[serde(default, deserialize_with = "present")]
+    prompt_token_count: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    candidates_token_count: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    thoughts_token_count: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    total_token_count: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    cached_content_token_count: Option<Count>,
+}
+
+impl UsageIn {
+    /// The usage, or `None` when the object said nothing.
+    fn usage(&self) -> Option<TokenUsage> {
+        let counts = [
+            self.prompt_token_count,
+            self.candidates_token_count,
+            self.thoughts_token_count,
+            self.total_token_count,
+            self.cached_content_token_count,
+        ];
+        if counts.iter().all(Option::is_none) {
+            return None;
+        }
+        let read = |count: Option<Count>| count.map_or(0, |c| c.0);
+        let prompt = read(self.prompt_token_count);
+        let completion =
+            read(self.candidates_token_count).saturating_add(read(self.thoughts_token_count));
         let total = self
             .total_token_count
             .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
-        TokenUsage::new(prompt, completion, total).with_cached(self.cached_content_token_count.0)
+        Some(
+            TokenUsage::new(prompt, completion, total)
+                .with_cached(read(self.cached_content_token_count)),
+        )
     }
 }
 
-/// Assembles a Gemini stream: each chunk is an answer of its own, so text is handed out as
-/// it comes, calls are collected whole, and the latest usage and finish reason win. A chunk
-/// without candidates (usage only) is fine.
-#[derive(Default)]
-pub(crate) struct ContentAccumulator {
+/// Reads Gemini: each stream chunk is an answer of its own, so text is handed out as it
+/// comes, calls are collected whole, and the latest usage and finish reason win (a chunk
+/// without candidates, usage only, is fine); a non-streamed answer is one chunk.
+pub(crate) struct ContentAccumulator<'v> {
+    vendor: Vendor<'v>,
+    id: Option<String>,
+    model: Option<String>,
     signature: Option<String>,
     thinking: String,
     text: String,
@@ -526,54 +721,113 @@ pub(crate) struct ContentAccumulator {
     finish: Option<FinishReason>,
 }
 
-impl Accumulator for ContentAccumulator {
-    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: StreamChunk<'_> =
-            serde_json::from_str(data).map_err(|e| rest::unreadable("Gemini", &e, data))?;
+impl<'v> ContentAccumulator<'v> {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+        Self {
+            vendor,
+            id: None,
+            model: None,
+            signature: None,
+            thinking: String::new(),
+            text: String::new(),
+            calls: Vec::new(),
+            usage: None,
+            finish: None,
+        }
+    }
+
+    /// Reads a non-streamed answer (the body of `path`).
+    pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
+        let vendor = self.vendor;
+        let chunk: Chunk<'_> = json::answer(vendor, path, body)?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(rest::vendor_error("Gemini", error, data));
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
         }
-        if let Some(usage) = &chunk.usage {
-            self.usage = Some(usage.usage());
+        if chunk.prompt_feedback.is_none() {
+            json::required(vendor, chunk.candidates.as_ref(), "candidates", body)?;
         }
-        if let Some(reason) = blocked(chunk.prompt_feedback.as_ref()) {
-            self.finish = Some(reason);
+        self.take(chunk, None);
+        // A missing finish reason is not a finished answer.
+        self.finish.get_or_insert(FinishReason::Other);
+        self.finish()
+    }
+
+    /// Takes one chunk; `emit` is `None` for a non-streamed answer.
+    fn take(&mut self, chunk: Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
+        if let (None, Some(id)) = (&self.id, &chunk.response_id) {
+            self.id = Some(id.to_string());
         }
-        let Some(candidate) = chunk.candidates.first() else {
-            return Ok(());
+        if let (None, Some(model)) = (&self.model, &chunk.model_version) {
+            self.model = Some(model.to_string());
+        }
+        if let Some(usage) = chunk.usage_metadata.as_ref().and_then(UsageIn::usage) {
+            self.usage = Some(usage);
+        }
+        // A prompt that was blocked has no candidates at all.
+        if chunk
+            .prompt_feedback
+            .as_ref()
+            .is_some_and(|f| f.block_reason.is_some())
+        {
+            self.finish = Some(FinishReason::Filtered);
+        }
+        let Some(candidate) = chunk.candidates.as_ref().and_then(Few::first) else {
+            return;
         };
-        if let Some(reason) = &candidate.finish {
+        if let Some(reason) = &candidate.finish_reason {
             self.finish = Some(finish_reason(reason));
         }
         let parts = candidate.content.iter().flat_map(|c| c.parts.iter());
         for part in parts {
-            if let (Some(signature), None) = (&part.signature, &self.signature) {
+            if let (Some(signature), None) = (&part.thought_signature, &self.signature) {
                 self.signature = Some(signature.to_string());
             }
             if let Some(text) = part.text.as_ref().filter(|t| !t.is_empty()) {
-                if part.thought == Some(true) {
+                let thought = part.thought == Some(true);
+                if thought {
                     self.thinking.push_str(text);
-                    emit(LlmEvent::ThinkingDelta(text.to_string()));
                 } else {
                     self.text.push_str(text);
-                    emit(LlmEvent::TextDelta(text.to_string()));
+                }
+                if let Some(emit) = emit.as_mut() {
+                    emit(if thought {
+                        LlmEvent::ThinkingDelta(text.to_string())
+                    } else {
+                        LlmEvent::TextDelta(text.to_string())
+                    });
                 }
             }
             if let Some(call) = &part.function_call {
+                // No args is none; args that are not an object are kept as sent, not run.
                 let args = call.args.clone().unwrap_or(Value::Null);
-                let tool_call = ToolCall::new(call.name.clone(), args);
+                let tool_call = ToolCall::new(call.name.as_deref().unwrap_or_default(), args);
                 self.calls.push(match &call.id {
-                    Some(id) => tool_call.with_id(id.clone()),
+                    Some(id) => tool_call.with_id(id.to_string()),
                     None => tool_call,
                 });
             }
         }
+    }
+}
+
+impl Accumulator for ContentAccumulator<'_> {
+    fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let chunk: Chunk<'_> = serde_json::from_str(event.data)
+            .map_err(|e| json::unreadable(self.vendor, &e, event.data))?;
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(json::vendor_error(self.vendor, error, event.data));
+        }
+        self.take(chunk, Some(emit));
         Ok(())
     }
 
     fn finish(&mut self) -> Result<CompletionResponse> {
         if self.finish.is_none() {
-            return Err(rest::incomplete("Gemini", "a candidate's finishReason"));
+            return Err(json::incomplete(self.vendor, "a candidate's finishReason"));
         }
         let mut blocks: Vec<Block> = Vec::new();
         if let Some(signature) = self.signature.take() {
@@ -590,6 +844,12 @@ impl Accumulator for ContentAccumulator {
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Other));
         if let Some(usage) = self.usage {
             response = response.with_usage(usage);
+        }
+        if let Some(id) = self.id.take() {
+            response = response.with_id(id);
+        }
+        if let Some(model) = self.model.take() {
+            response = response.with_model(model);
         }
         Ok(response)
     }

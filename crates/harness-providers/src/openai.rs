@@ -2,15 +2,22 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, FinishReason, Llm, LlmEvent, Message,
-    ModelSettings, ProviderError, ProviderErrorKind, Request, Result, Role, Thinking, TokenUsage,
-    ToolCall, ToolChoice, ToolSpec,
+    ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
+    ToolSpec,
 };
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::ser::{SerializeMap as _, SerializeSeq as _};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-use crate::http::{Connection, HttpClient, connection_setters};
-use crate::rest::{self, Accumulator, StreamRequest, clip, required};
-use crate::wire::{Few, Str, Text, TextOrParts, count, count_at, push};
+use crate::connection::{Connection, connection_setters};
+use crate::rest::json::{self, Vendor};
+use crate::rest::{self, Accumulator, HttpClient, SseEvent};
+use crate::wire::{
+    ContentText, Count, DataUrl, DocumentUrl, Few, JsonText, Parameters, Settings, Str, Text,
+    TextOrParts, present, push,
+};
+
+const PATH: &str = "/chat/completions";
 
 /// A model behind the OpenAI Chat Completions API: OpenAI itself, the gateways that share
 /// its format (Groq, Together, DeepSeek, Mistral, xAI, OpenRouter, Fireworks, Cerebras) and
@@ -20,7 +27,8 @@ use crate::wire::{Few, Str, Text, TextOrParts, count, count_at, push};
 /// `tool_choice` and `parallel_tool_calls` (with tools only), `reasoning_effort`, and the
 /// output limit as `max_completion_tokens` (OpenAI) or `max_tokens` (the others). With an
 /// output schema a service that supports it gets `response_format` `json_schema` (strict when
-/// the schema allows); see [`OpenAiBuilder::native_output`].
+/// the schema allows); see [`OpenAiBuilder::native_output`]. A failure names the service it
+/// came from: a Groq model's errors carry the provider id `groq` and say Groq.
 ///
 /// ```no_run
 /// use harness_core::ModelSettings;
@@ -35,32 +43,39 @@ use crate::wire::{Few, Str, Text, TextOrParts, count, count_at, push};
 pub struct OpenAi {
     client: HttpClient,
     model: String,
+    /// The service's name, for messages.
+    name: &'static str,
     defaults: ModelSettings,
     stream_usage: bool,
     native_output: bool,
-    max_tokens_key: &'static str,
+    /// Whether the output limit goes as `max_completion_tokens` (OpenAI) or `max_tokens`.
+    max_completion_tokens: bool,
 }
 
 /// Where an OpenAI-compatible service lives, how it is reached, and what it accepts.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Service {
     pub(crate) id: &'static str,
+    /// The service's name, as messages say it.
+    pub(crate) name: &'static str,
     pub(crate) base_url: &'static str,
     pub(crate) key_var: Option<&'static str>,
     pub(crate) base_url_var: Option<&'static str>,
     /// Whether it holds answers to a JSON Schema (`response_format` `json_schema`).
     pub(crate) native_output: bool,
-    /// The name it reads the output limit under.
-    pub(crate) max_tokens_key: &'static str,
+    /// Whether it reads the output limit as `max_completion_tokens` rather than
+    /// `max_tokens`.
+    pub(crate) max_completion_tokens: bool,
 }
 
 pub(crate) const OPENAI: Service = Service {
     id: "openai",
+    name: "OpenAI",
     base_url: "https://api.openai.com/v1",
     key_var: Some("OPENAI_API_KEY"),
     base_url_var: Some("OPENAI_BASE_URL"),
     native_output: true,
-    max_tokens_key: "max_completion_tokens",
+    max_completion_tokens: true,
 };
 
 /// Builds an [`OpenAi`] (or a gateway's or local server's model).
@@ -105,55 +120,45 @@ impl OpenAi {
         &self.defaults
     }
 
-    /// The request body: exactly `{"model", "messages"}` plus only the options that are set.
+    /// The request body this model would send, as JSON, without sending it: exactly
+    /// `{"model", "messages"}` plus only the options that are set. (What is sent is written
+    /// straight from the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
-        let settings = request.settings.over(&self.defaults);
-        let tools = request.tools;
-        let mut body = Map::new();
-        body.insert("model".into(), Value::from(self.model.as_str()));
-        body.insert(
-            "messages".into(),
-            Value::Array(messages_to_wire(request.messages)),
-        );
-        if !tools.is_empty() {
-            body.insert("tools".into(), tools.iter().map(tool_to_wire).collect());
-            if let Some(choice) = &settings.tool_choice {
-                body.insert("tool_choice".into(), tool_choice(choice));
-            }
-            if let Some(on) = settings.parallel_tool_calls {
-                body.insert("parallel_tool_calls".into(), Value::Bool(on));
-            }
+        // Serialising these types cannot fail: every map key is a string.
+        serde_json::to_value(self.body(request, stream)).unwrap_or_default()
+    }
+
+    /// Who is answering, for errors.
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.client.config().provider, self.name)
+    }
+
+    /// The request body, borrowed from the request.
+    fn body<'a>(&'a self, request: &Request<'a>, stream: bool) -> Body<'a> {
+        let settings = Settings::merge(request.settings, &self.defaults);
+        let tools = !request.tools.is_empty();
+        let max_tokens = settings.max_tokens;
+        Body {
+            model: &self.model,
+            messages: Messages(request.messages),
+            tools: tools.then_some(Tools(request.tools)),
+            tool_choice: settings.tool_choice.filter(|_| tools).map(ChoiceWire::from),
+            parallel_tool_calls: settings.parallel_tool_calls.filter(|_| tools),
+            temperature: settings.temperature,
+            top_p: settings.top_p,
+            max_completion_tokens: max_tokens.filter(|_| self.max_completion_tokens),
+            max_tokens: max_tokens.filter(|_| !self.max_completion_tokens),
+            stop: settings.stop,
+            reasoning_effort: settings.reasoning.map(harness_core::ReasoningLevel::as_str),
+            response_format: request
+                .output
+                .filter(|_| self.native_output)
+                .map(ResponseFormat::new),
+            stream: stream.then_some(true),
+            stream_options: (stream && self.stream_usage).then_some(StreamOptions {
+                include_usage: true,
+            }),
         }
-        if let Some(t) = settings.temperature {
-            body.insert("temperature".into(), Value::from(t));
-        }
-        if let Some(p) = settings.top_p {
-            body.insert("top_p".into(), Value::from(p));
-        }
-        if let Some(n) = settings.max_tokens {
-            body.insert(self.max_tokens_key.into(), Value::from(n));
-        }
-        if !settings.stop.is_empty() {
-            body.insert("stop".into(), Value::from(settings.stop.clone()));
-        }
-        if let Some(level) = settings.reasoning {
-            body.insert("reasoning_effort".into(), Value::from(level.as_str()));
-        }
-        if let Some(output) = request.output.filter(|_| self.native_output) {
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": {
-                    "name": output.name, "schema": output.schema, "strict": output.strict,
-                }}),
-            );
-        }
-        if stream {
-            body.insert("stream".into(), Value::Bool(true));
-            if self.stream_usage {
-                body.insert("stream_options".into(), json!({"include_usage": true}));
-            }
-        }
-        Value::Object(body)
     }
 }
 
@@ -214,10 +219,11 @@ impl OpenAiBuilder {
         Ok(OpenAi {
             client: HttpClient::new(config)?,
             model: self.model,
+            name: self.service.name,
             defaults: self.defaults,
             stream_usage: self.stream_usage,
             native_output: self.native_output.unwrap_or(self.service.native_output),
-            max_tokens_key: self.service.max_tokens_key,
+            max_completion_tokens: self.service.max_completion_tokens,
         })
     }
 }
@@ -229,19 +235,16 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 #[async_trait::async_trait]
 impl Llm for OpenAi {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let body = self.request_body(&request, false);
-        let answer = self.client.post_json("/chat/completions", &body).await?;
-        parse_response(&answer)
+        let answer = self.client.post(PATH, &self.body(&request, false)).await?;
+        ChatAccumulator::new(self.vendor()).answer(&answer)
     }
 
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         rest::stream(
             &self.client,
-            StreamRequest {
-                path: "/chat/completions".into(),
-                body: self.request_body(&request, true),
-                accumulator: ChatAccumulator::default(),
-            },
+            PATH,
+            &self.body(&request, true),
+            ChatAccumulator::new(self.vendor()),
         )
     }
 
@@ -254,262 +257,387 @@ impl Llm for OpenAi {
     }
 }
 
-/// `tool_choice` as Chat Completions takes it.
-fn tool_choice(choice: &ToolChoice) -> Value {
-    match choice {
-        ToolChoice::None => Value::from("none"),
-        ToolChoice::Required => Value::from("required"),
-        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-        _ => Value::from("auto"),
+// The request ---------------------------------------------------------------------------------
+
+/// A Chat Completions request, borrowed from the [`Request`]: keys in this order, the unset
+/// ones left out.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Messages<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Tools<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ChoiceWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// `response_format` `json_schema`.
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: SchemaWire<'a>,
+}
+
+#[derive(Serialize)]
+struct SchemaWire<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+impl<'a> ResponseFormat<'a> {
+    fn new(output: &'a OutputSchema) -> Self {
+        Self {
+            kind: "json_schema",
+            json_schema: SchemaWire {
+                name: &output.name,
+                schema: &output.schema,
+                strict: output.strict,
+            },
+        }
     }
 }
 
-fn tool_to_wire(tool: &ToolSpec) -> Value {
-    let parameters = if tool.parameters.is_object() {
-        tool.parameters.clone()
-    } else {
-        json!({"type": "object", "properties": {}})
-    };
-    json!({
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": parameters}
-    })
+/// `tool_choice` as Chat Completions takes it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ChoiceWire<'a> {
+    Mode(&'static str),
+    Tool {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: Named<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct Named<'a> {
+    name: &'a str,
+}
+
+impl<'a> From<&'a ToolChoice> for ChoiceWire<'a> {
+    fn from(choice: &'a ToolChoice) -> Self {
+        match choice {
+            ToolChoice::None => Self::Mode("none"),
+            ToolChoice::Required => Self::Mode("required"),
+            ToolChoice::Tool(name) => Self::Tool {
+                kind: "function",
+                function: Named { name },
+            },
+            _ => Self::Mode("auto"),
+        }
+    }
+}
+
+/// The tools, each `{"type": "function", "function": {name, description, parameters}}`.
+struct Tools<'a>(&'a [ToolSpec]);
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Tool<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: Parameters<'a>,
+        }
+        serializer.collect_seq(self.0.iter().map(|tool| Tool {
+            kind: "function",
+            function: Function {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: Parameters::of(&tool.parameters),
+            },
+        }))
+    }
 }
 
 /// The transcript in Chat Completions form. A tool message carries text only there, so the
 /// images and documents of a run of tool results follow it in one user message, after the
 /// last result (a message between the results would break the tool-call pairing).
-fn messages_to_wire(messages: &[Message]) -> Vec<Value> {
-    let mut wire = Vec::with_capacity(messages.len());
-    let mut media: Vec<Value> = Vec::new();
-    for message in messages {
-        if message.role != Role::Tool && !media.is_empty() {
-            wire.push(tool_media_message(std::mem::take(&mut media)));
+struct Messages<'a>(&'a [Message]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        // The first tool result with media of the run of results being written.
+        let mut media_from: Option<usize> = None;
+        for (i, message) in self.0.iter().enumerate() {
+            if message.role != Role::Tool
+                && let Some(from) = media_from.take()
+            {
+                seq.serialize_element(&ToolMedia(&self.0[from..i]))?;
+            }
+            if message.role == Role::Tool && media_from.is_none() && has_media(&message.content) {
+                media_from = Some(i);
+            }
+            seq.serialize_element(&MessageWire(message))?;
         }
-        if message.role == Role::Tool
-            && let Value::Array(parts) = content_to_wire(&message.content)
-        {
-            let name = message.name.as_deref().unwrap_or("a tool");
-            media.push(json!({"type": "text", "text": format!("The result of {name} includes:")}));
-            media.extend(parts.into_iter().filter(|p| p["type"] != "text"));
+        if let Some(from) = media_from {
+            seq.serialize_element(&ToolMedia(&self.0[from..]))?;
         }
-        wire.push(message_to_wire(message));
+        seq.end()
     }
-    if !media.is_empty() {
-        wire.push(tool_media_message(media));
-    }
-    wire
 }
 
-fn tool_media_message(parts: Vec<Value>) -> Value {
-    json!({"role": "user", "content": parts})
+/// Whether content holds more than text and thinking: then it is sent as parts.
+fn has_media(content: &Content) -> bool {
+    match content {
+        Content::Text(_) => false,
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .any(|b| !matches!(b, Block::Text(_) | Block::Thinking(_))),
+    }
+}
+
+/// The user message that carries the images and documents of a run of tool results.
+struct ToolMedia<'a>(&'a [Message]);
+
+impl Serialize for ToolMedia<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Parts<'a>(&'a [Message]);
+        impl Serialize for Parts<'_> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(None)?;
+                for message in self.0.iter().filter(|m| m.role == Role::Tool) {
+                    let Content::Blocks(blocks) = &message.content else {
+                        continue;
+                    };
+                    if !has_media(&message.content) {
+                        continue;
+                    }
+                    let name = message.name.as_deref().unwrap_or("a tool");
+                    seq.serialize_element(&TextPart(&format_args!(
+                        "The result of {name} includes:"
+                    )))?;
+                    for block in blocks {
+                        if !matches!(block, Block::Text(_))
+                            && let Some(part) = Part::of(block)
+                        {
+                            seq.serialize_element(&part)?;
+                        }
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", "user")?;
+        map.serialize_entry("content", &Parts(self.0))?;
+        map.end()
+    }
+}
+
+/// `{"type": "text", "text": ...}` from anything that displays.
+struct TextPart<'a, T: std::fmt::Display + ?Sized>(&'a T);
+
+impl<T: std::fmt::Display + ?Sized> Serialize for TextPart<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        struct Collected<'a, T: ?Sized>(&'a T);
+        impl<T: std::fmt::Display + ?Sized> Serialize for Collected<'_, T> {
+            fn serialize<S: Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                serializer.collect_str(self.0)
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", "text")?;
+        map.serialize_entry("text", &Collected(self.0))?;
+        map.end()
+    }
+}
+
+/// One content part: text, an image (as a URL or a `data:` URL) or a document (as a file).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: Url<'a> },
+    File { file: File<'a> },
+}
+
+#[derive(Serialize)]
+struct Url<'a> {
+    url: DataUrl<'a>,
+}
+
+#[derive(Serialize)]
+struct File<'a> {
+    filename: &'a str,
+    file_data: DocumentUrl<'a>,
+}
+
+impl<'a> Part<'a> {
+    /// The part for a block; thinking is not sent.
+    fn of(block: &'a Block) -> Option<Self> {
+        match block {
+            Block::Text(t) => Some(Self::Text { text: &t.text }),
+            Block::Image(image) => Some(Self::ImageUrl {
+                image_url: Url {
+                    url: DataUrl(image.source()),
+                },
+            }),
+            Block::Document(doc) => Some(Self::File {
+                file: File {
+                    filename: doc.name.as_deref().unwrap_or("document"),
+                    file_data: DocumentUrl(doc),
+                },
+            }),
+            Block::Thinking(_) => None,
+        }
+    }
+}
+
+/// A message's content: its text as a string when it is only text (and thinking), else
+/// its parts.
+struct ContentWire<'a>(&'a Content);
+
+impl Serialize for ContentWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.0 {
+            Content::Blocks(blocks) if has_media(self.0) => {
+                serializer.collect_seq(blocks.iter().filter_map(Part::of))
+            }
+            content => ContentText(content).serialize(serializer),
+        }
+    }
 }
 
 /// One transcript message in Chat Completions form.
-fn message_to_wire(message: &Message) -> Value {
-    match message.role {
-        Role::Assistant if !message.tool_calls.is_empty() => {
-            let text = message.content.text();
-            let calls: Vec<Value> = message
-                .tool_calls
-                .iter()
-                .map(|call| {
-                    json!({
-                        "id": call.id.as_deref().unwrap_or(""),
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            // What the model sent, verbatim when it was not an object.
-                            "arguments": call.arguments_text(),
-                        },
-                    })
-                })
-                .collect();
-            json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { Value::from(text.as_ref()) },
-                "tool_calls": calls,
-            })
-        }
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": message.tool_call_id.as_deref().unwrap_or(""),
-            "content": message.content.text(),
-        }),
-        role => {
-            let mut wire = Map::new();
-            wire.insert("role".into(), Value::from(role.as_str()));
-            wire.insert("content".into(), content_to_wire(&message.content));
-            if let Some(name) = &message.name {
-                wire.insert("name".into(), Value::from(name.as_str()));
+struct MessageWire<'a>(&'a Message);
+
+impl Serialize for MessageWire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let message = self.0;
+        match message.role {
+            Role::Assistant if !message.tool_calls.is_empty() => {
+                let text = ContentText(&message.content);
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("role", "assistant")?;
+                map.serialize_entry("content", &(!text.is_empty()).then_some(text))?;
+                map.serialize_entry("tool_calls", &Calls(&message.tool_calls))?;
+                map.end()
             }
-            Value::Object(wire)
+            Role::Tool => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("role", "tool")?;
+                map.serialize_entry(
+                    "tool_call_id",
+                    message.tool_call_id.as_deref().unwrap_or(""),
+                )?;
+                map.serialize_entry("content", &ContentText(&message.content))?;
+                map.end()
+            }
+            role => {
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("role", role.as_str())?;
+                map.serialize_entry("content", &ContentWire(&message.content))?;
+                if let Some(name) = &message.name {
+                    map.serialize_entry("name", name)?;
+                }
+                map.end()
+            }
         }
     }
 }
 
-fn content_to_wire(content: &Content) -> Value {
-    let blocks = content.blocks();
-    if blocks
-        .iter()
-        .all(|b| matches!(b, Block::Text(_) | Block::Thinking(_)))
-    {
-        return Value::from(content.text().as_ref());
+/// An assistant turn's calls, each with its arguments as JSON text (what the model sent,
+/// verbatim, when it was not an object).
+struct Calls<'a>(&'a [ToolCall]);
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Call<'a> {
+            id: &'a str,
+            #[serde(rename = "type")]
+            kind: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            arguments: Arguments<'a>,
+        }
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Arguments<'a> {
+            Raw(&'a str),
+            Object(JsonText<'a, Map<String, Value>>),
+        }
+        serializer.collect_seq(self.0.iter().map(|call| Call {
+            id: call.id.as_deref().unwrap_or(""),
+            kind: "function",
+            function: Function {
+                name: &call.name,
+                arguments: match &call.raw_arguments {
+                    Some(raw) => Arguments::Raw(raw),
+                    None => Arguments::Object(JsonText(&call.arguments)),
+                },
+            },
+        }))
     }
-    Value::Array(
-        blocks
-            .iter()
-            .filter_map(|block| match block {
-                Block::Text(t) => Some(json!({"type": "text", "text": t.text})),
-                Block::Image(image) => {
-                    Some(json!({"type": "image_url", "image_url": {"url": image.data_url()}}))
-                }
-                Block::Document(doc) => Some(json!({
-                    "type": "file",
-                    "file": {
-                        "filename": doc.name.as_deref().unwrap_or("document"),
-                        "file_data": doc.data_url(),
-                    },
-                })),
-                Block::Thinking(_) => None,
-            })
-            .collect(),
-    )
 }
 
-fn finish_reason(value: &str) -> FinishReason {
-    match value {
-        "stop" | "tool_calls" | "function_call" => FinishReason::Stop,
-        "length" => FinishReason::Length,
-        "content_filter" => FinishReason::Filtered,
-        _ => FinishReason::Other,
-    }
-}
+// The answer ----------------------------------------------------------------------------------
 
-/// Usage from a Chat Completions `usage` object: `None` when absent or empty. Counts
-/// saturate: no vendor figure can overflow.
-fn usage_from(value: Option<&Value>) -> Option<TokenUsage> {
-    let usage = value.filter(|u| u.as_object().is_some_and(|u| !u.is_empty()))?;
-    let (prompt, completion) = (
-        count_at(usage, "prompt_tokens"),
-        count_at(usage, "completion_tokens"),
-    );
-    let total = usage
-        .get("total_tokens")
-        .map_or_else(|| prompt.saturating_add(completion), count);
-    let cached = usage
-        .get("prompt_tokens_details")
-        .map_or(0, |d| count_at(d, "cached_tokens"));
-    Some(TokenUsage::new(prompt, completion, total).with_cached(cached))
-}
-
-/// A call whose arguments arrived as text; a turn cut at the output limit marks a call
-/// with no arguments yet as cut off, so it is not run on arguments the model never sent.
-pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason>) -> ToolCall {
-    let mut call = ToolCall::parse(name, text);
-    if finish == Some(FinishReason::Length) && text.trim().is_empty() {
-        call.raw_arguments = Some(String::new());
-    }
-    call
-}
-
-/// Reads a non-streamed Chat Completions answer.
-///
-/// # Errors
-/// A [`Provider`](harness_core::ErrorKind::Provider) error naming what a required part of the
-/// answer lacks.
-pub fn parse_response(answer: &Value) -> Result<CompletionResponse> {
-    let choices = required("OpenAI", answer, "choices")?;
-    let Some(choice) = choices.as_array().and_then(|c| c.first()) else {
-        return Err(ProviderError::new(
-            "openai",
-            format!("OpenAI response has no choices: {}", clip(answer)),
-        )
-        .with_kind(ProviderErrorKind::Malformed)
-        .into());
-    };
-    let message = required("OpenAI", choice, "message")?;
-    // A missing finish reason is not a finished answer.
-    let finish = choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map_or(FinishReason::Other, finish_reason);
-    let mut blocks = Vec::new();
-    let reasoning = ["reasoning_content", "reasoning"].iter().find_map(|k| {
-        message
-            .get(*k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    });
-    if let Some(reasoning) = reasoning {
-        blocks.push(Block::from(Thinking::new(reasoning)));
-    }
-    let content = match message.get("content") {
-        Some(Value::String(text)) => TextOrParts {
-            text: Some(Str(std::borrow::Cow::Borrowed(text))),
-            thinking: None,
-        },
-        Some(Value::Array(parts)) => TextOrParts::from_parts(parts),
-        _ => TextOrParts::default(),
-    };
-    if let Some(thinking) = content.thinking.filter(|t| !t.is_empty()) {
-        blocks.push(Block::from(Thinking::new(thinking)));
-    }
-    // The text, or OpenAI's refusal (structured outputs) in its place.
-    let refusal = message.get("refusal").and_then(Value::as_str);
-    if let Some(text) = content
-        .text
-        .as_deref()
-        .or(refusal)
-        .filter(|s| !s.is_empty())
-    {
-        blocks.push(Block::text(text));
-    }
-    let mut calls = Vec::new();
-    for call in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let id = required("OpenAI", call, "id")?.as_str().unwrap_or_default();
-        let function = required("OpenAI", call, "function")?;
-        let name = required("OpenAI", function, "name")?
-            .as_str()
-            .unwrap_or_default();
-        let call = match function.get("arguments") {
-            Some(Value::String(text)) => call_from_text(name, text, Some(finish)),
-            // Some servers send the object itself; anything else is kept as sent.
-            Some(other) => ToolCall::new(name, other.clone()),
-            None => call_from_text(name, "", Some(finish)),
-        };
-        calls.push(call.with_id(id));
-    }
-    let mut response = CompletionResponse::from_blocks(blocks)
-        .with_tool_calls(calls)
-        .with_finish_reason(finish);
-    if let Some(usage) = usage_from(answer.get("usage")) {
-        response = response.with_usage(usage);
-    }
-    Ok(response)
-}
-
-// Streaming ----------------------------------------------------------------------------------
-
+/// A Chat Completions answer or stream chunk: a non-streamed answer is one chunk whose
+/// choice carries a `message` where a chunk's carries a `delta`.
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(borrow, default)]
-    choices: Few<ChunkChoice<'a>>,
+    id: Text<'a>,
+    #[serde(borrow, default)]
+    model: Text<'a>,
+    #[serde(borrow, default)]
+    choices: Option<Few<Choice<'a>>>,
     #[serde(default)]
-    usage: Option<Value>,
-    /// llama.cpp and gateways report a failure mid-stream as `data: {"error": ...}`.
+    usage: Option<UsageWire>,
+    /// llama.cpp and gateways report a failure as `{"error": ...}`, in a 200 body or
+    /// mid-stream.
     #[serde(default)]
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice<'a> {
-    #[serde(borrow, default)]
+struct Choice<'a> {
+    #[serde(borrow, default, alias = "message")]
     delta: Option<Delta<'a>>,
     #[serde(borrow, default)]
     finish_reason: Text<'a>,
@@ -527,25 +655,147 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     reasoning: Text<'a>,
     #[serde(borrow, default)]
-    tool_calls: Few<ToolCallDelta<'a>>,
+    tool_calls: Few<CallWire<'a>>,
 }
 
 #[derive(Deserialize)]
-struct ToolCallDelta<'a> {
+struct CallWire<'a> {
     #[serde(default)]
     index: Option<usize>,
     #[serde(borrow, default)]
     id: Text<'a>,
     #[serde(borrow, default)]
-    function: Option<FunctionDelta<'a>>,
+    function: Option<FunctionWire<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FunctionDelta<'a> {
+struct FunctionWire<'a> {
     #[serde(borrow, default)]
     name: Text<'a>,
     #[serde(borrow, default)]
-    arguments: Text<'a>,
+    arguments: Option<Arguments<'a>>,
+}
+
+/// A call's arguments: JSON text, as the API sends them (a fragment of it, streamed), or
+/// the object itself, as some servers send it.
+enum Arguments<'a> {
+    Text(Str<'a>),
+    Value(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Arguments<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("arguments as JSON text or a JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Text(Str(std::borrow::Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Text(Str(std::borrow::Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Text(Str(std::borrow::Cow::Owned(v))))
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Value(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Value(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Value(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Value(Value::from(v)))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+                Ok(Arguments::Value(Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Arguments::Value)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Arguments::Value)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// Usage from a Chat Completions `usage` object; a count present as `null` is 0. Counts
+/// saturate: no vendor figure can overflow.
+#[derive(Deserialize)]
+struct UsageWire {
+    #[serde(default, deserialize_with = "present")]
+    prompt_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    completion_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    total_tokens: Option<Count>,
+    #[serde(default)]
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize)]
+struct Details {
+    #[serde(default)]
+    cached_tokens: Count,
+}
+
+impl UsageWire {
+    /// The usage, or `None` when the object said nothing.
+    fn usage(&self) -> Option<TokenUsage> {
+        if self.prompt_tokens.is_none()
+            && self.completion_tokens.is_none()
+            && self.total_tokens.is_none()
+            && self.prompt_tokens_details.is_none()
+        {
+            return None;
+        }
+        let read = |count: Option<Count>| count.map_or(0, |c| c.0);
+        let (prompt, completion) = (read(self.prompt_tokens), read(self.completion_tokens));
+        let total = self
+            .total_tokens
+            .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .map_or(0, |d| d.cached_tokens.0);
+        Some(TokenUsage::new(prompt, completion, total).with_cached(cached))
+    }
+}
+
+fn finish_reason(value: &str) -> FinishReason {
+    match value {
+        "stop" | "tool_calls" | "function_call" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::Filtered,
+        _ => FinishReason::Other,
+    }
+}
+
+/// A call whose arguments arrived as text; a turn cut at the output limit marks a call
+/// with no arguments yet as cut off, so it is not run on arguments the model never sent.
+pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason>) -> ToolCall {
+    let mut call = ToolCall::parse(name, text);
+    if finish == Some(FinishReason::Length) && text.trim().is_empty() {
+        call.raw_arguments = Some(String::new());
+    }
+    call
 }
 
 #[derive(Default)]
@@ -554,21 +804,26 @@ struct CallSlot {
     id: String,
     name: String,
     arguments: String,
+    /// Arguments sent as a JSON value rather than text.
+    value: Option<Value>,
 }
 
 impl CallSlot {
     /// Whether the arguments so far are one whole JSON value.
     fn is_whole(&self) -> bool {
-        serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
+        self.value.is_some()
+            || serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
     }
 }
 
-/// Assembles a Chat Completions stream: text and reasoning appended, tool-call fragments
-/// joined by index (in order of first appearance; a new id at a taken index starts another
-/// call), usage from the final `choices: []` chunk. The turn is whole once a `finish_reason`
-/// or `data: [DONE]` has come.
-#[derive(Default)]
-pub(crate) struct ChatAccumulator {
+/// Reads Chat Completions: a stream's chunks (text and reasoning appended, tool-call
+/// fragments joined by index in order of first appearance, a new id at a taken index
+/// starting another call, usage from the final `choices: []` chunk; whole once a
+/// `finish_reason` or `data: [DONE]` has come), and a non-streamed answer as one chunk.
+pub(crate) struct ChatAccumulator<'v> {
+    vendor: Vendor<'v>,
+    id: Option<String>,
+    model: Option<String>,
     text: String,
     thinking: String,
     calls: Vec<CallSlot>,
@@ -577,81 +832,150 @@ pub(crate) struct ChatAccumulator {
     done: bool,
 }
 
-impl Accumulator for ChatAccumulator {
-    fn feed(&mut self, data: &str, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: Chunk<'_> =
-            serde_json::from_str(data).map_err(|e| rest::unreadable("OpenAI", &e, data))?;
-        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(rest::vendor_error("OpenAI", error, data));
+impl<'v> ChatAccumulator<'v> {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+        Self {
+            vendor,
+            id: None,
+            model: None,
+            text: String::new(),
+            thinking: String::new(),
+            calls: Vec::new(),
+            usage: None,
+            finish: None,
+            done: false,
         }
-        if let Some(usage) = usage_from(chunk.usage.as_ref()) {
+    }
+
+    /// Reads a non-streamed answer: its `message` is the `delta` of one chunk.
+    pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
+        let vendor = self.vendor;
+        let chunk: Chunk<'_> = json::answer(vendor, PATH, body)?;
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(json::vendor_error(
+                vendor,
+                error,
+                &String::from_utf8_lossy(body),
+            ));
+        }
+        let choices = json::required(vendor, chunk.choices.as_ref(), "choices", body)?;
+        let Some(choice) = choices.first() else {
+            return Err(json::malformed(vendor, "has no choices", body));
+        };
+        let message = json::required(vendor, choice.delta.as_ref(), "message", body)?;
+        for call in message.tool_calls.iter() {
+            json::required(vendor, call.id.as_ref(), "id", body)?;
+            let function = json::required(vendor, call.function.as_ref(), "function", body)?;
+            json::required(vendor, function.name.as_ref(), "name", body)?;
+        }
+        self.take(chunk, None);
+        // A missing finish reason is not a finished answer.
+        self.done = true;
+        self.finish()
+    }
+
+    /// Takes one chunk; `emit` is `None` for a non-streamed answer, whose calls are whole
+    /// (each its own).
+    fn take(&mut self, chunk: Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
+        if let (None, Some(id)) = (&self.id, &chunk.id) {
+            self.id = Some(id.to_string());
+        }
+        if let (None, Some(model)) = (&self.model, &chunk.model) {
+            self.model = Some(model.to_string());
+        }
+        if let Some(usage) = chunk.usage.as_ref().and_then(UsageWire::usage) {
             self.usage = Some(usage);
         }
-        let Some(choice) = chunk.choices.first() else {
-            return Ok(());
+        let Some(choice) = chunk.choices.as_ref().and_then(Few::first) else {
+            return;
         };
         if let Some(reason) = &choice.finish_reason {
             self.finish = Some(finish_reason(reason));
         }
         let Some(delta) = &choice.delta else {
-            return Ok(());
+            return;
         };
+        let whole = emit.is_none();
         for fragment in delta.tool_calls.iter() {
-            let index = fragment.index.unwrap_or(0);
-            let id = fragment.id.as_deref().filter(|id| !id.is_empty());
-            let name = fragment
-                .function
-                .as_ref()
-                .and_then(|f| f.name.as_deref())
-                .filter(|n| !n.is_empty());
-            // The latest call at this index, unless this fragment starts another call: a
-            // different id, or (servers that send no ids) a name after the named call's
-            // arguments are already whole.
-            let at = self
-                .calls
-                .iter()
-                .rposition(|c| c.index == index)
-                .filter(|&at| {
-                    let slot = &self.calls[at];
-                    match id {
-                        Some(id) => slot.id.is_empty() || slot.id == id,
-                        None => name.is_none() || slot.name.is_empty() || !slot.is_whole(),
-                    }
-                });
-            let at = at.unwrap_or_else(|| {
-                self.calls.push(CallSlot {
-                    index,
-                    ..CallSlot::default()
-                });
-                self.calls.len() - 1
-            });
-            let slot = &mut self.calls[at];
-            if let Some(id) = id {
-                id.clone_into(&mut slot.id);
-            }
-            if let Some(function) = &fragment.function {
-                if let Some(name) = function.name.as_ref().filter(|n| !n.is_empty()) {
-                    slot.name = name.to_string();
-                }
-                push(&mut slot.arguments, function.arguments.as_ref());
-            }
+            self.take_call(fragment, whole);
         }
-        let reasoning = delta
-            .reasoning_content
-            .as_ref()
-            .or(delta.reasoning.as_ref());
-        if let Some(r) = reasoning.filter(|_| push(&mut self.thinking, reasoning)) {
-            emit(LlmEvent::ThinkingDelta(r.to_string()));
+        // The reasoning, under either name (the first that says something).
+        let reasoning = [&delta.reasoning_content, &delta.reasoning]
+            .into_iter()
+            .find_map(|r| r.as_ref().filter(|r| !r.is_empty()));
+        if let Some(reasoning) = reasoning {
+            self.thinking.push_str(reasoning);
+            if let Some(emit) = emit.as_mut() {
+                emit(LlmEvent::ThinkingDelta(reasoning.to_string()));
+            }
         }
         if let Some(thinking) = delta.content.thinking.as_deref().filter(|t| !t.is_empty()) {
             self.thinking.push_str(thinking);
-            emit(LlmEvent::ThinkingDelta(thinking.to_owned()));
-        }
-        for piece in [delta.content.text.as_ref(), delta.refusal.as_ref()] {
-            if let Some(t) = piece.filter(|_| push(&mut self.text, piece)) {
-                emit(LlmEvent::TextDelta(t.to_string()));
+            if let Some(emit) = emit.as_mut() {
+                emit(LlmEvent::ThinkingDelta(thinking.to_owned()));
             }
         }
+        for piece in [delta.content.text.as_ref(), delta.refusal.as_ref()] {
+            if let Some(text) = piece.filter(|_| push(&mut self.text, piece))
+                && let Some(emit) = emit.as_mut()
+            {
+                emit(LlmEvent::TextDelta(text.to_string()));
+            }
+        }
+    }
+
+    fn take_call(&mut self, fragment: &CallWire<'_>, whole: bool) {
+        let index = fragment.index.unwrap_or(0);
+        let id = fragment.id.as_deref().filter(|id| !id.is_empty());
+        let function = fragment.function.as_ref();
+        let name = function
+            .and_then(|f| f.name.as_deref())
+            .filter(|n| !n.is_empty());
+        // The latest call at this index, unless this fragment starts another call: a
+        // different id, or (servers that send no ids) a name after the named call's
+        // arguments are already whole. An answer's calls are each whole and their own.
+        let at = self
+            .calls
+            .iter()
+            .rposition(|c| c.index == index)
+            .filter(|&at| {
+                let slot = &self.calls[at];
+                !whole
+                    && match id {
+                        Some(id) => slot.id.is_empty() || slot.id == id,
+                        None => name.is_none() || slot.name.is_empty() || !slot.is_whole(),
+                    }
+            });
+        let at = at.unwrap_or_else(|| {
+            self.calls.push(CallSlot {
+                index,
+                ..CallSlot::default()
+            });
+            self.calls.len() - 1
+        });
+        let slot = &mut self.calls[at];
+        if let Some(id) = id {
+            id.clone_into(&mut slot.id);
+        }
+        if let Some(name) = name {
+            name.clone_into(&mut slot.name);
+        }
+        match function.and_then(|f| f.arguments.as_ref()) {
+            Some(Arguments::Text(text)) => slot.arguments.push_str(text),
+            Some(Arguments::Value(value)) => slot.value = Some(value.clone()),
+            None => {}
+        }
+    }
+}
+
+impl Accumulator for ChatAccumulator<'_> {
+    fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+        let chunk: Chunk<'_> = serde_json::from_str(event.data)
+            .map_err(|e| json::unreadable(self.vendor, &e, event.data))?;
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            return Err(json::vendor_error(self.vendor, error, event.data));
+        }
+        self.take(chunk, Some(emit));
         Ok(())
     }
 
@@ -661,8 +985,8 @@ impl Accumulator for ChatAccumulator {
 
     fn finish(&mut self) -> Result<CompletionResponse> {
         if self.finish.is_none() && !self.done {
-            return Err(rest::incomplete(
-                "OpenAI",
+            return Err(json::incomplete(
+                self.vendor,
                 "a finish_reason or data: [DONE]",
             ));
         }
@@ -679,10 +1003,19 @@ impl Accumulator for ChatAccumulator {
             // A slot that got nothing at all is noise; one with an id or arguments but no
             // name is kept, and fails as an unknown tool rather than vanishing.
             .filter(|slot| {
-                !(slot.name.is_empty() && slot.id.is_empty() && slot.arguments.is_empty())
+                !(slot.name.is_empty()
+                    && slot.id.is_empty()
+                    && slot.arguments.is_empty()
+                    && slot.value.is_none())
             })
             .map(|slot| {
-                let call = call_from_text(&slot.name, &slot.arguments, finish);
+                // Some servers send the object itself; anything else is kept as sent.
+                let call = match slot.value {
+                    Some(value) if slot.arguments.trim().is_empty() => {
+                        ToolCall::new(&slot.name, value)
+                    }
+                    _ => call_from_text(&slot.name, &slot.arguments, finish),
+                };
                 if slot.id.is_empty() {
                     call
                 } else {
@@ -690,19 +1023,26 @@ impl Accumulator for ChatAccumulator {
                 }
             })
             .collect();
-        // `[DONE]` without a finish reason: the server ended the turn without saying why.
+        // `[DONE]` (or an answer) without a finish reason: the server ended the turn without
+        // saying why.
         let mut response = CompletionResponse::from_blocks(blocks)
             .with_tool_calls(calls)
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Other));
         if let Some(usage) = self.usage {
             response = response.with_usage(usage);
         }
+        if let Some(id) = self.id.take() {
+            response = response.with_id(id);
+        }
+        if let Some(model) = self.model.take() {
+            response = response.with_model(model);
+        }
         Ok(response)
     }
 }
 
 macro_rules! compatible {
-    ($($(#[$doc:meta])* $name:ident => $id:literal, $url:literal, $key:expr, native: $native:literal;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $id:literal, $display:literal, $url:literal, $key:expr, native: $native:literal;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy)]
         pub struct $name;
@@ -710,11 +1050,12 @@ macro_rules! compatible {
         impl $name {
             pub(crate) const SERVICE: Service = Service {
                 id: $id,
+                name: $display,
                 base_url: $url,
                 key_var: $key,
                 base_url_var: None,
                 native_output: $native,
-                max_tokens_key: "max_tokens",
+                max_completion_tokens: false,
             };
 
             /// The model `model` on this service, with its defaults: an [`OpenAi`] pointed at
@@ -737,28 +1078,28 @@ macro_rules! compatible {
 
 compatible! {
     /// Groq's OpenAI-compatible API; key from `GROQ_API_KEY`.
-    Groq => "groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY"), native: false;
+    Groq => "groq", "Groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY"), native: false;
     /// Together AI; key from `TOGETHER_API_KEY`.
-    Together => "together", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY"), native: true;
+    Together => "together", "Together AI", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY"), native: true;
     /// DeepSeek; key from `DEEPSEEK_API_KEY`. Its reasoning arrives as thinking.
-    DeepSeek => "deepseek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY"), native: false;
+    DeepSeek => "deepseek", "DeepSeek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY"), native: false;
     /// Mistral; key from `MISTRAL_API_KEY`.
-    Mistral => "mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY"), native: true;
+    Mistral => "mistral", "Mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY"), native: true;
     /// xAI; key from `XAI_API_KEY`.
-    Xai => "xai", "https://api.x.ai/v1", Some("XAI_API_KEY"), native: true;
+    Xai => "xai", "xAI", "https://api.x.ai/v1", Some("XAI_API_KEY"), native: true;
     /// OpenRouter; key from `OPENROUTER_API_KEY`.
-    OpenRouter => "openrouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY"), native: false;
+    OpenRouter => "openrouter", "OpenRouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY"), native: false;
     /// Fireworks AI; key from `FIREWORKS_API_KEY`.
-    Fireworks => "fireworks", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY"), native: true;
+    Fireworks => "fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY"), native: true;
     /// Cerebras; key from `CEREBRAS_API_KEY`.
-    Cerebras => "cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY"), native: true;
+    Cerebras => "cerebras", "Cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY"), native: true;
     /// A local Ollama server at `localhost:11434`; no key.
-    Ollama => "ollama", "http://localhost:11434/v1", None, native: true;
+    Ollama => "ollama", "Ollama", "http://localhost:11434/v1", None, native: true;
     /// A local vLLM server at `localhost:8000`; no key.
-    Vllm => "vllm", "http://localhost:8000/v1", None, native: true;
+    Vllm => "vllm", "vLLM", "http://localhost:8000/v1", None, native: true;
     /// A local LM Studio server at `localhost:1234`; no key.
-    LmStudio => "lmstudio", "http://localhost:1234/v1", None, native: true;
+    LmStudio => "lmstudio", "LM Studio", "http://localhost:1234/v1", None, native: true;
     /// A local llama.cpp `llama-server` at `localhost:8080`; no key. Start it with `--jinja`
     /// for tool calls.
-    LlamaCpp => "llamacpp", "http://localhost:8080/v1", None, native: true;
+    LlamaCpp => "llamacpp", "llama.cpp", "http://localhost:8080/v1", None, native: true;
 }

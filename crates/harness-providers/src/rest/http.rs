@@ -3,14 +3,19 @@
 //! stream's whole body.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt as _;
 use harness_core::{Error, ProviderError, ProviderErrorKind, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::json::{self, Vendor};
 
 /// How failed requests are retried.
 ///
@@ -104,139 +109,6 @@ impl HttpConfig {
     }
 }
 
-/// The connection settings every provider builder shares, set through the methods
-/// [`connection_setters!`] writes.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Connection {
-    pub(crate) api_key: Option<String>,
-    pub(crate) base_url: Option<String>,
-    pub(crate) max_concurrency: Option<usize>,
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) idle_timeout: Option<Duration>,
-    #[allow(clippy::option_option)] // not set (the default stands), or set, perhaps to none
-    pub(crate) stream_timeout: Option<Option<Duration>>,
-    pub(crate) max_response_bytes: Option<usize>,
-    pub(crate) retry: RetryPolicy,
-}
-
-impl Connection {
-    /// The key given to the builder, else the first of `vars` that is set and not blank.
-    pub(crate) fn key(&self, vars: &[&str]) -> Option<String> {
-        self.api_key
-            .clone()
-            .or_else(|| {
-                vars.iter()
-                    .find_map(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
-            })
-            .filter(|k| !k.is_empty())
-    }
-
-    /// The HTTP configuration: the base URL given, else `base_var` when set, else
-    /// `default_base`; the limits as set.
-    pub(crate) fn config(
-        &self,
-        provider: &str,
-        default_base: &str,
-        base_var: Option<&str>,
-    ) -> HttpConfig {
-        let base = self
-            .base_url
-            .clone()
-            .or_else(|| {
-                base_var.and_then(|var| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
-            })
-            .unwrap_or_else(|| default_base.to_owned());
-        let mut config = HttpConfig::new(provider, base);
-        config.max_concurrency = self.max_concurrency;
-        config.retry = self.retry;
-        if let Some(t) = self.timeout {
-            config.timeout = t;
-        }
-        if let Some(t) = self.connect_timeout {
-            config.connect_timeout = t;
-        }
-        if let Some(t) = self.idle_timeout {
-            config.idle_timeout = t;
-        }
-        if let Some(t) = self.stream_timeout {
-            config.stream_timeout = t;
-        }
-        if let Some(bytes) = self.max_response_bytes {
-            config.max_response_bytes = bytes;
-        }
-        config
-    }
-}
-
-/// The connection setters of a provider builder with a `connection: Connection` field.
-macro_rules! connection_setters {
-    () => {
-        /// The API key; without one, the provider's environment variable is read, and with
-        /// neither no authentication header is sent.
-        pub fn api_key(mut self, key: impl Into<String>) -> Self {
-            self.connection.api_key = Some(key.into());
-            self
-        }
-
-        /// Another base URL (a proxy, a gateway, a loopback test server).
-        pub fn base_url(mut self, url: impl Into<String>) -> Self {
-            self.connection.base_url = Some(url.into());
-            self
-        }
-
-        /// At most this many requests in flight, held across retries and for a stream's
-        /// whole body.
-        pub fn max_concurrency(mut self, n: usize) -> Self {
-            self.connection.max_concurrency = Some(n);
-            self
-        }
-
-        /// The timeout of a whole non-streamed request, its answer read (default 600 s).
-        /// Streams are bounded by [`idle_timeout`](Self::idle_timeout) and
-        /// [`stream_timeout`](Self::stream_timeout) instead.
-        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.connection.timeout = Some(timeout);
-            self
-        }
-
-        /// How long a stream may stay silent (no byte at all), and how long its headers may
-        /// take (default 120 s). A stream that keeps sending is never cut by it.
-        pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.connection.idle_timeout = Some(timeout);
-            self
-        }
-
-        /// How long a whole stream may take (default one hour); `None` for no limit.
-        pub fn stream_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
-            self.connection.stream_timeout = Some(timeout);
-            self
-        }
-
-        /// The most a response may hold: a non-streamed body, or one event of a stream
-        /// (default 64 MiB). A larger one fails as
-        /// [`ProviderErrorKind::Malformed`](harness_core::ProviderErrorKind::Malformed)
-        /// instead of exhausting memory.
-        pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-            self.connection.max_response_bytes = Some(bytes);
-            self
-        }
-
-        /// The connect timeout (default 10 s).
-        pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
-            self.connection.connect_timeout = Some(timeout);
-            self
-        }
-
-        /// How failures are retried (default: four attempts, `Retry-After` honoured).
-        pub fn retry(mut self, retry: $crate::http::RetryPolicy) -> Self {
-            self.connection.retry = retry;
-            self
-        }
-    };
-}
-pub(crate) use connection_setters;
-
 /// A retrying JSON-over-HTTP client for one base URL.
 ///
 /// A failure that survives the retries is a [`Provider`](harness_core::ErrorKind::Provider) error
@@ -246,6 +118,8 @@ pub struct HttpClient {
     client: reqwest::Client,
     config: Arc<HttpConfig>,
     semaphore: Option<Arc<Semaphore>>,
+    /// The capacity the last request body needed, shared by clones.
+    body_hint: Arc<AtomicUsize>,
 }
 
 /// A streamed response whose body has started, with the concurrency slot it holds until the
@@ -299,6 +173,7 @@ impl HttpClient {
             client,
             config: Arc::new(config),
             semaphore,
+            body_hint: Arc::new(AtomicUsize::new(1024)),
         })
     }
 
@@ -312,48 +187,38 @@ impl HttpClient {
         format!("{}{path}", self.config.base_url)
     }
 
-    /// POSTs `body` as JSON to `path` and reads the JSON answer, retrying as the policy says.
+    /// POSTs `body` as JSON to `path` and returns the answer's body, retrying as the policy
+    /// says: what a vendor reads with its own wire types ([`json::answer`](super::json::answer)).
+    /// The body is serialised once; every retry sends the same bytes.
     ///
     /// # Errors
     /// A [`Provider`](harness_core::ErrorKind::Provider) error for a failure that survived the
-    /// retries, a non-retryable status, or a body that is not JSON.
-    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value> {
+    /// retries, a non-retryable status, or an answer larger than
+    /// [`HttpConfig::max_response_bytes`].
+    pub async fn post<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Result<Bytes> {
+        let payload = self.payload(path, body)?;
         let _permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body, Mode::Json).await?;
-        let bytes = self
-            .read_capped(path, response, self.config.max_response_bytes)
-            .await?;
-        let failure = |kind: ProviderErrorKind, message: String| {
-            Error::from(
-                ProviderError::new(&self.config.provider, message)
-                    .with_kind(kind)
-                    .with_body(&String::from_utf8_lossy(&bytes)),
-            )
-        };
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Err(failure(
-                ProviderErrorKind::Incomplete,
-                format!("the response to {path} is empty"),
-            ));
-        }
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            if e.is_eof() {
-                // JSON that stops short: the body was cut, not garbled.
-                failure(
-                    ProviderErrorKind::Incomplete,
-                    format!("the response to {path} ended in the middle of its JSON: {e}"),
-                )
-            } else {
-                failure(
-                    ProviderErrorKind::Malformed,
-                    format!("the response to {path} is not JSON: {e}"),
-                )
-            }
-        })?;
-        // A 200 that carries the vendor's error object (gateways and local servers do).
+        let response = self.send_with_retries(path, payload, Mode::Json).await?;
+        self.read_capped(path, response, self.config.max_response_bytes)
+            .await
+    }
+
+    /// POSTs `body` as JSON to `path` and reads the JSON answer as a [`Value`]: for a service
+    /// whose answer is read by hand (web search). A vendor's parser reads [`post`](Self::post)'s
+    /// bytes into its own types instead.
+    ///
+    /// # Errors
+    /// As [`post`](Self::post); also a body that is not JSON, and a 200 carrying an
+    /// `{"error": ...}` object (gateways and local servers send one), as a
+    /// [`Vendor`](ProviderErrorKind::Vendor) error.
+    pub async fn post_json<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Result<Value> {
+        let bytes = self.post(path, body).await?;
+        let provider = &self.config.provider;
+        let vendor = Vendor::new(provider, provider);
+        let value: Value = json::answer(vendor, path, &bytes)?;
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-            return Err(crate::rest::vendor_error(
-                &self.config.provider,
+            return Err(json::vendor_error(
+                vendor,
                 error,
                 &String::from_utf8_lossy(&bytes),
             ));
@@ -361,14 +226,26 @@ impl HttpClient {
         Ok(value)
     }
 
-    /// Reads a body, failing once it holds more than `cap` bytes.
-    async fn read_capped(&self, path: &str, response: Response, cap: usize) -> Result<Vec<u8>> {
-        let mut body = response.bytes_stream();
-        let mut bytes = Vec::new();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| self.transport_error(path, e))?;
-            if bytes.len() + chunk.len() > cap {
-                return Err(ProviderError::new(
+    /// A request body as the bytes every attempt sends.
+    pub(crate) fn payload<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Result<Bytes> {
+        let mut bytes = Vec::with_capacity(self.body_hint.load(Ordering::Relaxed));
+        serde_json::to_writer(&mut bytes, body).map_err(|e| {
+            Error::configuration(format!("cannot serialise the request to {path}: {e}"))
+        })?;
+        // The next body of this client is likely about as large (a transcript grows by a
+        // turn): start there rather than grow from nothing. A power of two is what growing
+        // would have reached anyway, so no memory is added.
+        self.body_hint
+            .store(bytes.len().next_power_of_two(), Ordering::Relaxed);
+        Ok(Bytes::from(bytes))
+    }
+
+    /// Reads a body, failing once it holds more than `cap` bytes. A body that came in one
+    /// piece is handed on as it came, without a copy.
+    async fn read_capped(&self, path: &str, response: Response, cap: usize) -> Result<Bytes> {
+        let too_large = |bytes: &[u8]| {
+            Error::from(
+                ProviderError::new(
                     &self.config.provider,
                     format!(
                         "the response to {path} is larger than {cap} bytes; raise \
@@ -376,19 +253,37 @@ impl HttpClient {
                     ),
                 )
                 .with_kind(ProviderErrorKind::Malformed)
-                .with_body(&String::from_utf8_lossy(&bytes))
-                .into());
+                .with_body(&String::from_utf8_lossy(bytes)),
+            )
+        };
+        let mut body = response.bytes_stream();
+        let mut first: Option<Bytes> = None;
+        let mut joined: Vec<u8> = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| self.transport_error(path, e))?;
+            let held = first.as_ref().map_or(joined.len(), Bytes::len);
+            if held + chunk.len() > cap {
+                let bytes = first.as_deref().unwrap_or(&joined);
+                return Err(too_large(bytes));
             }
-            bytes.extend_from_slice(&chunk);
+            match first.take() {
+                None if joined.is_empty() => first = Some(chunk),
+                None => joined.extend_from_slice(&chunk),
+                Some(earlier) => {
+                    joined.reserve(earlier.len() + chunk.len());
+                    joined.extend_from_slice(&earlier);
+                    joined.extend_from_slice(&chunk);
+                }
+            }
         }
-        Ok(bytes)
+        Ok(first.unwrap_or_else(|| Bytes::from(joined)))
     }
 
-    /// POSTs `body` and returns the response once its status is a success, for the caller to
-    /// read as a stream. Retries happen only here, before the body starts.
-    pub(crate) async fn post_stream(&self, path: &str, body: &Value) -> Result<Streaming> {
+    /// POSTs `payload` and returns the response once its status is a success, for the caller
+    /// to read as a stream. Retries happen only here, before the body starts.
+    pub(crate) async fn post_stream(&self, path: &str, payload: Bytes) -> Result<Streaming> {
         let permit = self.acquire().await?;
-        let response = self.send_with_retries(path, body, Mode::Stream).await?;
+        let response = self.send_with_retries(path, payload, Mode::Stream).await?;
         Ok(Streaming { response, permit })
     }
 
@@ -403,11 +298,8 @@ impl HttpClient {
         }
     }
 
-    async fn send_with_retries(&self, path: &str, body: &Value, mode: Mode) -> Result<Response> {
+    async fn send_with_retries(&self, path: &str, payload: Bytes, mode: Mode) -> Result<Response> {
         let url = self.url(path);
-        let payload = bytes::Bytes::from(serde_json::to_vec(body).map_err(|e| {
-            Error::configuration(format!("cannot serialise the request to {path}: {e}"))
-        })?);
         let attempts = self.config.retry.attempts;
         let mut attempt = 0;
         loop {
@@ -591,26 +483,7 @@ fn vendor_error(body: &str) -> (Option<String>, Option<String>) {
     let Ok(value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
-    error_fields(value.get("error").unwrap_or(&value))
-}
-
-/// The type and message of a vendor's error object (`{"type"|"status"|"code", "message"}`),
-/// or the text of an error given as a plain string.
-pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
-    if let Value::String(message) = error {
-        return (None, Some(message.clone()));
-    }
-    let text = |key: &str| {
-        error.get(key).and_then(|v| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
-    };
-    let kind = text("type")
-        .or_else(|| text("status"))
-        .or_else(|| text("code"));
-    (kind, text("message"))
+    json::error_fields(value.get("error").unwrap_or(&value))
 }
 
 #[cfg(test)]

@@ -1,0 +1,669 @@
+//! The stream driver: POST a body, then read the SSE answer into [`LlmEvent`]s through the
+//! vendor's [`Accumulator`].
+//!
+//! A stream is an answer only when it is whole: the reader ends it with a typed
+//! [`ProviderError`] when the body breaks off, goes silent past the idle timeout, runs past
+//! the total timeout, is not an event stream at all, or (the accumulator's check) ends
+//! before the vendor's end mark. Deltas handed out before such a failure stay handed out.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use harness_core::{
+    BoxStream, CompletionResponse, Error, LlmEvent, ProviderError, ProviderErrorKind, Result,
+};
+use reqwest::header::HeaderValue;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::{Instant, Sleep};
+
+use super::http::{HttpClient, Streaming, error_chain};
+use super::json::{self, Vendor};
+use super::sse::{SseDecoder, SseEvent};
+
+/// What a vendor implements to read its answer: one stream event at a time, handing out
+/// text and thinking as they arrive, then the whole turn.
+///
+/// The [`stream`] driver decodes the body's server-sent events and calls
+/// [`feed`](Accumulator::feed) with each one that has data (a `data: [DONE]` line calls
+/// [`done`](Accumulator::done) instead); when the body ends, [`finish`](Accumulator::finish)
+/// assembles the [`CompletionResponse`]. Text and thinking go to `emit` as
+/// [`LlmEvent::TextDelta`] and [`LlmEvent::ThinkingDelta`]; the driver adds
+/// [`LlmEvent::Completed`] itself.
+///
+/// A vendor keeps one parser: its non-streamed answer is read into the same wire types and
+/// driven through the same accumulator (as one event, or as the events it would have been),
+/// so the two paths cannot drift apart.
+///
+/// Errors say which vendor failed and what to do: [`json`] has the helpers
+/// ([`json::unreadable`] for an event that does not read, [`json::vendor_error`] for an
+/// error the vendor sent, [`json::incomplete`] for a stream without its end mark).
+pub trait Accumulator: Send {
+    /// Takes one event (its data trimmed), handing the deltas it carried to `emit`.
+    ///
+    /// # Errors
+    /// A [`ProviderError`] for an event that cannot be read or that reports the vendor's
+    /// error; it ends the stream, the deltas handed out so far staying handed out.
+    fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()>;
+
+    /// The stream sent `data: [DONE]` (OpenAI's last line). Nothing by default.
+    fn done(&mut self) {}
+
+    /// The whole turn, once the body has ended.
+    ///
+    /// # Errors
+    /// An [`Incomplete`](ProviderErrorKind::Incomplete) error ([`json::incomplete`]) when
+    /// the stream ended before the vendor's end mark: a cut stream is not a short answer.
+    fn finish(&mut self) -> Result<CompletionResponse>;
+}
+
+/// A response body as a stream of chunks.
+pub(crate) type Body<'a> = BoxStream<'a, reqwest::Result<Bytes>>;
+
+/// How long a stream may stay silent, and run in all.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// No byte for this long fails the stream (`None`: wait as long as it takes).
+    pub(crate) idle: Option<Duration>,
+    /// The whole body must have arrived within this long, when set.
+    pub(crate) total: Option<Duration>,
+    /// The most an event (or a stretch of bytes with no event end) may buffer.
+    pub(crate) max_event_bytes: usize,
+}
+
+/// How much of a body that is not an event stream is kept, to read an error object in it or
+/// to quote it.
+const HEAD_BYTES: usize = 4096;
+
+/// POSTs `body` (serialised once, the same bytes on every retry) to `path` and streams the
+/// answer through `accumulator`: its deltas as they arrive, then [`LlmEvent::Completed`]
+/// with the whole turn, or the error that ended the stream.
+///
+/// Retries happen until the body starts; after that a failure ends the stream (deltas
+/// already handed out cannot be taken back). The client's
+/// [`idle_timeout`](super::HttpConfig::idle_timeout) bounds the wait for the headers and
+/// every silence in the body, its [`stream_timeout`](super::HttpConfig::stream_timeout) the
+/// whole stream, and its [`max_response_bytes`](super::HttpConfig::max_response_bytes) one
+/// event.
+pub fn stream<'a, A, B>(
+    client: &'a HttpClient,
+    path: &str,
+    body: &B,
+    accumulator: A,
+) -> BoxStream<'a, Result<LlmEvent>>
+where
+    A: Accumulator + 'a,
+    B: Serialize + ?Sized,
+{
+    let payload = match client.payload(path, body) {
+        Ok(payload) => payload,
+        Err(e) => return Box::pin(futures_util::stream::once(std::future::ready(Err(e)))),
+    };
+    let start = State::Start {
+        client,
+        path: path.to_owned(),
+        payload,
+        accumulator,
+    };
+    Box::pin(futures_util::stream::unfold(start, |state| async move {
+        let mut reader = match state {
+            State::Done => return None,
+            State::Reading(reader) => reader,
+            State::Start {
+                client,
+                path,
+                payload,
+                accumulator,
+            } => match client.post_stream(&path, payload).await {
+                Ok(streaming) => Box::new(open(client, &path, streaming, accumulator)),
+                Err(e) => return Some((Err(e), State::Done)),
+            },
+        };
+        let item = reader.next().await?;
+        Some((item, State::Reading(reader)))
+    }))
+}
+
+/// Reads a whole recorded SSE body the way [`stream`] reads a live one, in `chunk`-byte
+/// pieces, handing each delta to `emit`; returns the assembled turn. For testing an
+/// accumulator against recorded traffic without a server (no runtime needed).
+///
+/// # Errors
+/// As a live stream: a [`Provider`](harness_core::ErrorKind::Provider) error for a body the
+/// accumulator cannot read, one that is not an event stream, or one that ends before the
+/// vendor's end mark. Its provider id is `recorded`.
+pub fn decode<A: Accumulator>(
+    accumulator: A,
+    body: &[u8],
+    chunk: usize,
+    mut emit: impl FnMut(LlmEvent),
+) -> Result<CompletionResponse> {
+    let chunks: Vec<reqwest::Result<Bytes>> = body
+        .chunks(chunk.max(1))
+        .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+        .collect();
+    let mut reader = Reader::new(
+        "recorded",
+        "the recorded body".to_owned(),
+        Some(HeaderValue::from_static("text/event-stream")),
+        futures_util::stream::iter(chunks).boxed(),
+        accumulator,
+        Limits {
+            idle: None,
+            total: None,
+            max_event_bytes: usize::MAX,
+        },
+        None,
+    );
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    loop {
+        let next = std::pin::pin!(reader.next());
+        let Poll::Ready(item) = next.poll(&mut cx) else {
+            // An in-memory body without timers never waits; reaching here is a bug, not a
+            // body's fault.
+            return Err(
+                ProviderError::new("recorded", "the recorded body did not decode at once").into(),
+            );
+        };
+        match item {
+            Some(Ok(LlmEvent::Completed(response))) => return Ok(response),
+            Some(Ok(delta)) => emit(delta),
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(
+                    ProviderError::new("recorded", "the recorded body gave no turn").into(),
+                );
+            }
+        }
+    }
+}
+
+enum State<'a, A> {
+    Start {
+        client: &'a HttpClient,
+        path: String,
+        payload: Bytes,
+        accumulator: A,
+    },
+    Reading(Box<Reader<'a, A>>),
+    Done,
+}
+
+fn open<'a, A: Accumulator + 'a>(
+    client: &'a HttpClient,
+    path: &str,
+    Streaming { response, permit }: Streaming,
+    accumulator: A,
+) -> Reader<'a, A> {
+    let config = client.config();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .cloned();
+    let body: Body<'a> = response.bytes_stream().boxed();
+    Reader::new(
+        &config.provider,
+        client.url(path),
+        content_type,
+        body,
+        accumulator,
+        Limits {
+            idle: Some(config.idle_timeout),
+            total: config.stream_timeout,
+            max_event_bytes: config.max_response_bytes,
+        },
+        permit,
+    )
+}
+
+/// Reads one streamed body into events: the SSE decoder, the vendor's accumulator, and the
+/// checks that make a broken stream an error rather than a short answer.
+pub(crate) struct Reader<'a, A> {
+    provider: &'a str,
+    url: String,
+    content_type: Option<HeaderValue>,
+    body: Body<'a>,
+    decoder: SseDecoder,
+    accumulator: A,
+    queue: VecDeque<Result<LlmEvent>>,
+    limits: Limits,
+    /// When the total timeout runs out.
+    deadline: Option<Instant>,
+    /// One timer for the stream's whole life, armed for the earlier of the idle and the
+    /// total timeout and moved on only when it fires early: a chunk only notes its time, so
+    /// reading costs no timer work per chunk.
+    timer: Option<Pin<Box<Sleep>>>,
+    last_read: Instant,
+    /// The first bytes of a body in which no event was found yet, to quote when it turns
+    /// out not to be an event stream.
+    head: Vec<u8>,
+    events: usize,
+    ended: bool,
+    // Holds the concurrency slot until the body has been read.
+    _streaming_permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl<'a, A: Accumulator> Reader<'a, A> {
+    pub(crate) fn new(
+        provider: &'a str,
+        url: String,
+        content_type: Option<HeaderValue>,
+        body: Body<'a>,
+        accumulator: A,
+        limits: Limits,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Self {
+        let now = Instant::now();
+        let deadline = limits.total.and_then(|total| now.checked_add(total));
+        let idle_end = limits.idle.and_then(|idle| now.checked_add(idle));
+        let first = match (idle_end, deadline) {
+            (Some(idle_end), Some(deadline)) => Some(idle_end.min(deadline)),
+            (one, other) => one.or(other),
+        };
+        Self {
+            provider,
+            url,
+            content_type,
+            body,
+            decoder: SseDecoder::new(),
+            accumulator,
+            queue: VecDeque::new(),
+            limits,
+            deadline,
+            timer: first.map(|at| Box::pin(tokio::time::sleep_until(at))),
+            last_read: now,
+            head: Vec::new(),
+            events: 0,
+            ended: false,
+            _streaming_permit: permit,
+        }
+    }
+
+    fn failure(&self, kind: ProviderErrorKind, message: String) -> Error {
+        ProviderError::new(self.provider, message)
+            .with_kind(kind)
+            .into()
+    }
+
+    /// The next item: a delta, the assembled turn (last), or the error that ends the stream.
+    pub(crate) async fn next(&mut self) -> Option<Result<LlmEvent>> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                if item.is_err() {
+                    self.queue.clear();
+                    self.ended = true;
+                }
+                return Some(item);
+            }
+            if self.ended {
+                return None;
+            }
+            let chunk = self.read_chunk().await;
+            match chunk {
+                Ok(Some(bytes)) => {
+                    self.take_events(Some(&bytes));
+                    if self.events == 0 && self.head.len() < HEAD_BYTES {
+                        let take = (HEAD_BYTES - self.head.len()).min(bytes.len());
+                        self.head.extend_from_slice(&bytes[..take]);
+                    }
+                    if self.decoder.buffered() > self.limits.max_event_bytes {
+                        let message = format!(
+                            "the stream from {} sent more than {} bytes without ending an \
+                             event; it is not a stream this client reads",
+                            self.url, self.limits.max_event_bytes
+                        );
+                        self.queue
+                            .push_back(Err(self.failure(ProviderErrorKind::Malformed, message)));
+                    }
+                }
+                Ok(None) => {
+                    // An event still open at the end, whose data does not read, was cut in
+                    // the middle: the stream is incomplete, not malformed.
+                    let open_event = self.decoder.buffered() > 0;
+                    let queued = self.queue.len();
+                    self.take_events(None);
+                    if open_event && self.queue.len() > queued {
+                        self.mark_cut_mid_event();
+                    }
+                    if !self.queue.back().is_some_and(Result::is_err) {
+                        let last = self.conclude();
+                        self.queue.push_back(last);
+                    }
+                    self.ended = true;
+                }
+                Err(error) => self.queue.push_back(Err(error)),
+            }
+        }
+    }
+
+    /// Turns an unreadable last event into the error that says the stream was cut inside it.
+    fn mark_cut_mid_event(&mut self) {
+        let Some(Err(error)) = self.queue.back() else {
+            return;
+        };
+        let Some(provider) = error
+            .provider()
+            .filter(|p| p.kind() == ProviderErrorKind::Malformed)
+        else {
+            return;
+        };
+        let mut cut = ProviderError::new(
+            provider.provider(),
+            format!(
+                "the stream from {} ended in the middle of an event ({}): the answer is \
+                 incomplete (a dropped connection or a proxy that cut the body)",
+                self.url,
+                provider.message()
+            ),
+        )
+        .with_kind(ProviderErrorKind::Incomplete);
+        if let Some(body) = provider.body() {
+            cut = cut.with_body(body);
+        }
+        if let Some(last) = self.queue.back_mut() {
+            *last = Err(cut.into());
+        }
+    }
+
+    /// The next chunk of the body within the idle and total timeouts.
+    async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
+        loop {
+            let (body, timer) = (&mut self.body, &mut self.timer);
+            // `Some(read)` when the body gave something, `None` when the timer fired.
+            let read = std::future::poll_fn(|cx| {
+                if let Poll::Ready(read) = body.poll_next_unpin(cx) {
+                    return Poll::Ready(Some(read));
+                }
+                match timer {
+                    Some(timer) => timer.as_mut().poll(cx).map(|()| None),
+                    None => Poll::Pending,
+                }
+            })
+            .await;
+            let now = Instant::now();
+            if let Some(read) = read {
+                self.last_read = now;
+                return self.settle(read);
+            }
+            // The timer fired: a timeout, unless a chunk came since it was armed.
+            if self.deadline.is_some_and(|deadline| deadline <= now) {
+                return Err(self.timeout(true));
+            }
+            let idle_end = self
+                .limits
+                .idle
+                .and_then(|idle| self.last_read.checked_add(idle));
+            if idle_end.is_some_and(|end| end <= now) {
+                return Err(self.timeout(false));
+            }
+            let next = match (idle_end, self.deadline) {
+                (Some(idle_end), Some(deadline)) => Some(idle_end.min(deadline)),
+                (one, other) => one.or(other),
+            };
+            match (next, self.timer.as_mut()) {
+                (Some(at), Some(timer)) => timer.as_mut().reset(at),
+                _ => self.timer = None,
+            }
+        }
+    }
+
+    /// A read's outcome as a chunk, the end, or the transport error that ends the stream.
+    fn settle(&self, read: Option<reqwest::Result<Bytes>>) -> Result<Option<Bytes>> {
+        match read {
+            Some(Ok(bytes)) => Ok(Some(bytes)),
+            None => Ok(None),
+            Some(Err(e)) => Err(ProviderError::new(
+                self.provider,
+                format!(
+                    "the stream from {} broke off: {}",
+                    self.url,
+                    error_chain(&e)
+                ),
+            )
+            .with_kind(ProviderErrorKind::Transport)
+            .with_source(e)
+            .into()),
+        }
+    }
+
+    /// The error of a stream that ran out of time: its total timeout (`total`), or its idle
+    /// one.
+    fn timeout(&self, total: bool) -> Error {
+        let message = if total {
+            format!(
+                "the stream from {} was still going after its total timeout of {} s; raise \
+                 it with stream_timeout(..) or turn it off with None",
+                self.url,
+                self.limits.total.unwrap_or_default().as_secs_f64()
+            )
+        } else {
+            format!(
+                "the stream from {} sent nothing for {} s (its idle timeout); raise it with \
+                 idle_timeout(..) if the model pauses longer",
+                self.url,
+                self.limits.idle.unwrap_or_default().as_secs_f64()
+            )
+        };
+        self.failure(ProviderErrorKind::Timeout, message)
+    }
+
+    fn take_events(&mut self, chunk: Option<&[u8]>) {
+        let (accumulator, queue, events) =
+            (&mut self.accumulator, &mut self.queue, &mut self.events);
+        let mut read = |event: SseEvent<'_>| {
+            let data = event.data.trim();
+            // An error already ends the stream; a priming event (empty data) says nothing.
+            if data.is_empty() || queue.back().is_some_and(Result::is_err) {
+                return;
+            }
+            *events += 1;
+            if data == "[DONE]" {
+                accumulator.done();
+                return;
+            }
+            let mut emit = |delta: LlmEvent| queue.push_back(Ok(delta));
+            if let Err(e) = accumulator.feed(SseEvent { data, ..event }, &mut emit) {
+                queue.push_back(Err(e));
+            }
+        };
+        match chunk {
+            Some(bytes) => self.decoder.feed(bytes, &mut read),
+            None => self.decoder.finish(&mut read),
+        }
+    }
+
+    /// The body ended: an event stream gives the accumulator's turn (or its complaint that
+    /// the end mark never came); anything else is an error quoting what arrived.
+    fn conclude(&mut self) -> Result<LlmEvent> {
+        if self.events > 0 {
+            return self.accumulator.finish().map(LlmEvent::Completed);
+        }
+        if self.head.is_empty() {
+            return Err(self.failure(
+                ProviderErrorKind::Incomplete,
+                format!("the stream from {} ended before its first event", self.url),
+            ));
+        }
+        // A gateway that answers a stream request with its JSON error object, status 200.
+        if let Ok(value) = serde_json::from_slice::<Value>(&self.head)
+            && let Some(error) = value.get("error").filter(|e| !e.is_null())
+        {
+            return Err(json::vendor_error(
+                Vendor::new(self.provider, self.provider),
+                error,
+                &String::from_utf8_lossy(&self.head),
+            ));
+        }
+        let excerpt = String::from_utf8_lossy(&self.head).into_owned();
+        let content_type = self
+            .content_type
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .unwrap_or("none");
+        let error = ProviderError::new(
+            self.provider,
+            format!(
+                "the response from {} is not an event stream (Content-Type: {content_type}); \
+                 it begins: {}",
+                self.url,
+                excerpt.chars().take(120).collect::<String>()
+            ),
+        )
+        .with_kind(ProviderErrorKind::Malformed)
+        .with_body(&excerpt);
+        Err(error.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness_core::FinishReason;
+
+    /// Finishes at `data: end`, or complains it never came; every other event is text.
+    #[derive(Default)]
+    struct Plain {
+        text: String,
+        ended: bool,
+    }
+
+    impl Accumulator for Plain {
+        fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
+            if event.data == "end" {
+                self.ended = true;
+            } else {
+                self.text.push_str(event.data);
+                emit(LlmEvent::TextDelta(event.data.to_owned()));
+            }
+            Ok(())
+        }
+
+        fn finish(&mut self) -> Result<CompletionResponse> {
+            if !self.ended {
+                return Err(json::incomplete(Vendor::new("plain", "Plain"), "end"));
+            }
+            Ok(CompletionResponse::text(std::mem::take(&mut self.text))
+                .with_finish_reason(FinishReason::Stop))
+        }
+    }
+
+    fn limits(idle: u64, total: Option<u64>) -> Limits {
+        Limits {
+            idle: Some(Duration::from_secs(idle)),
+            total: total.map(Duration::from_secs),
+            max_event_bytes: 1 << 20,
+        }
+    }
+
+    /// A stream that sends a delta every `every` seconds of (simulated) time for
+    /// `for_secs`, then its end.
+    fn slow_body(every: u64, for_secs: u64) -> Body<'static> {
+        let ticks = for_secs / every;
+        futures_util::stream::unfold(0, move |tick| async move {
+            if tick > ticks {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_secs(every)).await;
+            let data = if tick == ticks {
+                "data: end\n\n"
+            } else {
+                "data: x\n\n"
+            };
+            Some((Ok(Bytes::from(data)), tick + 1))
+        })
+        .boxed()
+    }
+
+    async fn drain(mut reader: Reader<'_, Plain>) -> (usize, Result<LlmEvent>) {
+        let mut deltas = 0;
+        loop {
+            match reader.next().await {
+                Some(Ok(LlmEvent::TextDelta(_))) => deltas += 1,
+                Some(last) => return (deltas, last),
+                None => panic!("the stream ended without a last item"),
+            }
+        }
+    }
+
+    fn reader(body: Body<'static>, limits: Limits) -> Reader<'static, Plain> {
+        Reader::new(
+            "plain",
+            "http://test/chat".to_owned(),
+            Some(HeaderValue::from_static("text/event-stream")),
+            body,
+            Plain::default(),
+            limits,
+            None,
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_keeps_sending_for_twenty_minutes_is_not_cut() {
+        let (deltas, last) = drain(reader(slow_body(60, 20 * 60), limits(120, None))).await;
+        assert_eq!(deltas, 20);
+        assert!(matches!(last, Ok(LlmEvent::Completed(_))), "{last:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_goes_silent_fails_with_a_timeout_after_its_deltas() {
+        let (deltas, last) = drain(reader(slow_body(200, 600), limits(120, None))).await;
+        assert_eq!(deltas, 0);
+        let err = last.unwrap_err();
+        let provider = err.provider().unwrap();
+        assert!(provider.is_timeout(), "{err}");
+        assert_eq!(
+            provider.message(),
+            "the stream from http://test/chat sent nothing for 120 s (its idle timeout); \
+             raise it with idle_timeout(..) if the model pauses longer"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silence_after_deltas_is_timed_from_the_last_chunk() {
+        // An event every 100 s up to 400 s keeps a 120 s idle timeout from firing; then the
+        // silence fails it, 120 s after the last chunk.
+        let body = slow_body(100, 300).chain(slow_body(200, 600)).boxed();
+        let started = Instant::now();
+        let (deltas, last) = drain(reader(body, limits(120, None))).await;
+        assert!(last.unwrap_err().is_timeout());
+        assert_eq!(deltas, 3);
+        assert_eq!(started.elapsed(), Duration::from_secs(520));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_total_timeout_ends_a_stream_that_never_stops() {
+        // A delta every 10 s, for ever: 60 of them by 605 s, then the total timeout.
+        let (deltas, last) = drain(reader(slow_body(10, 100_000), limits(120, Some(605)))).await;
+        assert_eq!(deltas, 60);
+        let err = last.unwrap_err();
+        assert!(err.provider().unwrap().is_timeout());
+        assert!(err.to_string().contains("total timeout of 605 s"), "{err}");
+    }
+
+    #[test]
+    fn decode_reads_a_recorded_body_and_requires_the_end_mark() {
+        let mut deltas = Vec::new();
+        let whole = decode(
+            Plain::default(),
+            b"data: a\n\ndata: b\n\ndata: end\n\n",
+            3,
+            |e| {
+                deltas.push(e);
+            },
+        )
+        .unwrap();
+        assert_eq!(whole.content(), "ab");
+        assert_eq!(deltas.len(), 2);
+        let err = decode(Plain::default(), b"data: a\n\n", 3, |_| {}).unwrap_err();
+        assert_eq!(
+            err.provider().map(ProviderError::kind),
+            Some(ProviderErrorKind::Incomplete)
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! The vendor's response id and the model that answered, read from every recorded answer
+//! and stream of tests/fixtures served from loopback: OpenAI's (and llama.cpp's) `id` and
+//! `model`, Anthropic's message `id` and `model`, Gemini's `responseId` and `modelVersion`.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use harness_core::{CompletionResponse, Llm, Message, Request};
+use harness_providers::{Anthropic, Gemini, OpenAi};
+use serde_json::Value;
+use support::{Reply, Server, collect_events, completed, fixture, fixture_json, fixtures_dir};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Vendor {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Vendor {
+    fn of(dir: &str) -> Self {
+        match dir {
+            "anthropic" => Self::Anthropic,
+            "gemini" => Self::Gemini,
+            _ => Self::OpenAi,
+        }
+    }
+
+    fn model(self, url: &str) -> Box<dyn Llm> {
+        match self {
+            Self::OpenAi => Box::new(
+                OpenAi::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Anthropic => Box::new(
+                Anthropic::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Gemini => Box::new(
+                Gemini::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+        }
+    }
+
+    /// The id and model an answer (or one stream event) names, under the vendor's keys.
+    fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
+        let text = |v: &Value| v.as_str().map(str::to_owned);
+        match self {
+            Self::Anthropic if value["type"] == "message_start" => (
+                text(&value["message"]["id"]),
+                text(&value["message"]["model"]),
+            ),
+            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
+            Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
+        }
+    }
+}
+
+/// The recorded files of `dir` ending in `suffix` (requests left out).
+fn recorded(dir: &str, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir().join(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix) && !n.ends_with(".request.json"))
+        .map(|n| format!("{dir}/{n}"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn check(path: &str, response: &CompletionResponse, expected: &(Option<String>, Option<String>)) {
+    assert!(expected.1.is_some(), "{path}: the recording names no model");
+    assert_eq!(response.id(), expected.0.as_deref(), "{path}: id");
+    assert_eq!(response.model(), expected.1.as_deref(), "{path}: model");
+}
+
+#[tokio::test]
+async fn every_recorded_answer_gives_its_id_and_model() {
+    let mut checked = 0;
+    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+        let vendor = Vendor::of(dir);
+        for path in recorded(dir, ".json") {
+            let server = Server::always(Reply::json(200, fixture(&path))).await;
+            let model = vendor.model(&server.url);
+            let response = model
+                .generate(Request::new(&[Message::user("?")]))
+                .await
+                .unwrap();
+            check(&path, &response, &vendor.ids(&fixture_json(&path)));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 11);
+}
+
+#[tokio::test]
+async fn every_recorded_stream_gives_its_id_and_model() {
+    let mut checked = 0;
+    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+        let vendor = Vendor::of(dir);
+        for path in recorded(dir, ".sse") {
+            // The ids of the first event that names a model.
+            let body = String::from_utf8(fixture(&path)).unwrap();
+            let expected = body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                .map(|event| vendor.ids(&event))
+                .find(|(_, model)| model.is_some())
+                .unwrap();
+            let server = Server::always(Reply::sse(fixture(&path))).await;
+            let model = vendor.model(&server.url);
+            let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+            check(&path, completed(&events), &expected);
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 10);
+}
+
+#[tokio::test]
+async fn the_ids_are_the_recorded_ones() {
+    // Spelled out once, so the test above cannot pass by reading nothing on both sides.
+    let path = "openai/chat_nonstream_tool_call.json";
+    let server = Server::always(Reply::json(200, fixture(path))).await;
+    let response = Vendor::OpenAi
+        .model(&server.url)
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.id(),
+        Some("chatcmpl-BEhL3fZWgTz2Z57jXexYbQPsOBUm3")
+    );
+    assert_eq!(response.model(), Some("gpt-4o-mini-2024-07-18"));
+
+    let path = "anthropic/messages_stream_thinking_signature_delta.sse";
+    let server = Server::always(Reply::sse(fixture(path))).await;
+    let model = Vendor::Anthropic.model(&server.url);
+    let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+    let response = completed(&events);
+    assert_eq!(response.id(), Some("msg_01ALwQ87pTS7hH1PjSdC9wJD"));
+    assert_eq!(response.model(), Some("claude-sonnet-4-20250514"));
+
+    let path = "gemini/stream_text_final.sse";
+    let server = Server::always(Reply::sse(fixture(path))).await;
+    let model = Vendor::Gemini.model(&server.url);
+    let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+    let response = completed(&events);
+    assert_eq!(response.id(), Some("11peaI_ZJLq3nvgP0vasuQk"));
+    assert_eq!(response.model(), Some("gemini-2.0-flash"));
+
+    // A recording without a response id gives none, and still its model.
+    let path = "gemini/generate_content_function_call_avglogprobs.json";
+    let server = Server::always(Reply::json(200, fixture(path))).await;
+    let response = Vendor::Gemini
+        .model(&server.url)
+        .generate(Request::new(&[Message::user("?")]))
+        .await
+        .unwrap();
+    assert_eq!(response.id(), None);
+    assert_eq!(response.model(), Some("gemini-2.0-flash-exp"));
+}
