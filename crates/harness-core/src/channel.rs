@@ -103,6 +103,7 @@ where
     ChannelStream {
         run: Some(Box::pin(produce(emitter))),
         shared,
+        taken: VecDeque::new(),
     }
 }
 
@@ -110,28 +111,39 @@ where
 pub struct ChannelStream<T, F> {
     run: Option<Pin<Box<F>>>,
     shared: Arc<Mutex<Shared<T>>>,
+    /// Items already moved out of `shared` in one go, handed out without taking the lock:
+    /// a producer that emits a burst in one poll costs two locks, not one per item.
+    taken: VecDeque<T>,
 }
+
+// Nothing in the stream is ever pinned in place: the producer is pinned in its own box, and
+// items are moved in and out of the queues by value.
+impl<T, F> Unpin for ChannelStream<T, F> {}
 
 impl<T> Shared<T> {
     fn lock(shared: &Mutex<Self>) -> std::sync::MutexGuard<'_, Self> {
         shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The next item sent, if any; with `waker`, registered to be woken by the next one
-    /// when there is none.
-    fn take(shared: &Mutex<Self>, waker: Option<&Waker>) -> Option<T> {
+    /// Moves every item sent so far into `taken` (empty on entry). When none was sent:
+    /// `polling` says the stream is about to poll its producer, and `waker` is registered to
+    /// be woken by the next item.
+    fn take_all(
+        shared: &Mutex<Self>,
+        taken: &mut VecDeque<T>,
+        polling: bool,
+        waker: Option<&Waker>,
+    ) {
         let mut shared = Self::lock(shared);
-        shared.polling = false;
-        let item = shared.queue.pop_front();
-        if item.is_none()
-            && let Some(waker) = waker
-        {
+        std::mem::swap(&mut shared.queue, taken);
+        let none = taken.is_empty();
+        shared.polling = polling && none;
+        if none && let Some(waker) = waker {
             match &shared.waker {
                 Some(registered) if registered.will_wake(waker) => {}
                 _ => shared.waker = Some(waker.clone()),
             }
         }
-        item
     }
 }
 
@@ -148,15 +160,20 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = &mut *self;
-        if let Some(item) = Shared::take(&this.shared, None) {
+        if let Some(item) = this.taken.pop_front() {
+            return Poll::Ready(Some(item));
+        }
+        // What the producer emits while it is polled here is taken below; only an emitter
+        // elsewhere needs to wake the stream.
+        let running = this.run.is_some();
+        Shared::take_all(&this.shared, &mut this.taken, running, None);
+        if let Some(item) = this.taken.pop_front() {
             return Poll::Ready(Some(item));
         }
         if let Some(run) = &mut this.run {
-            // What the producer emits while it is polled here is taken below; only an
-            // emitter elsewhere needs to wake the stream.
-            Shared::lock(&this.shared).polling = true;
             if run.as_mut().poll(cx).is_pending() {
-                return match Shared::take(&this.shared, Some(cx.waker())) {
+                Shared::take_all(&this.shared, &mut this.taken, false, Some(cx.waker()));
+                return match this.taken.pop_front() {
                     Some(item) => Poll::Ready(Some(item)),
                     None => Poll::Pending,
                 };
@@ -164,7 +181,8 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
             this.run = None;
         }
         // The producer is done: the queue holds all it will ever get.
-        Poll::Ready(Shared::take(&this.shared, None))
+        Shared::take_all(&this.shared, &mut this.taken, false, None);
+        Poll::Ready(this.taken.pop_front())
     }
 }
 

@@ -627,12 +627,13 @@ struct Chunk<'a> {
     model: Text<'a>,
     #[serde(borrow, default)]
     choices: Option<Few<Choice<'a>>>,
+    // Boxed, as `error` is: both are rare, and inline they would double the chunk's size.
     #[serde(default)]
-    usage: Option<UsageWire>,
+    usage: Option<Box<UsageWire>>,
     /// llama.cpp and gateways report a failure as `{"error": ...}`, in a 200 body or
     /// mid-stream.
     #[serde(default)]
-    error: Option<Value>,
+    error: Option<Box<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -654,8 +655,10 @@ struct Delta<'a> {
     reasoning_content: Text<'a>,
     #[serde(borrow, default)]
     reasoning: Text<'a>,
-    #[serde(borrow, default)]
-    tool_calls: Few<CallWire<'a>>,
+    // A `Vec`, empty without allocating when absent: a text chunk then stays small, and
+    // the chunk is moved whole through serde's layers for every event.
+    #[serde(borrow, default, deserialize_with = "crate::wire::list")]
+    tool_calls: Vec<CallWire<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -680,7 +683,7 @@ struct FunctionWire<'a> {
 /// the object itself, as some servers send it.
 enum Arguments<'a> {
     Text(Str<'a>),
-    Value(Value),
+    Value(Box<Value>),
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
@@ -703,33 +706,33 @@ impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
                 Ok(Arguments::Text(Str(std::borrow::Cow::Owned(v))))
             }
             fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
-                Ok(Arguments::Value(Value::Bool(v)))
+                Ok(Arguments::Value(Box::new(Value::Bool(v))))
             }
             fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
-                Ok(Arguments::Value(Value::from(v)))
+                Ok(Arguments::Value(Box::new(Value::from(v))))
             }
             fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
-                Ok(Arguments::Value(Value::from(v)))
+                Ok(Arguments::Value(Box::new(Value::from(v))))
             }
             fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
-                Ok(Arguments::Value(Value::from(v)))
+                Ok(Arguments::Value(Box::new(Value::from(v))))
             }
             fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-                Ok(Arguments::Value(Value::Null))
+                Ok(Arguments::Value(Box::new(Value::Null)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 seq: A,
             ) -> std::result::Result<Self::Value, A::Error> {
                 Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
-                    .map(Arguments::Value)
+                    .map(|value| Arguments::Value(Box::new(value)))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 map: A,
             ) -> std::result::Result<Self::Value, A::Error> {
                 Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(Arguments::Value)
+                    .map(|value| Arguments::Value(Box::new(value)))
             }
         }
         deserializer.deserialize_any(Visitor)
@@ -863,7 +866,7 @@ impl<'v> ChatAccumulator<'v> {
             return Err(json::malformed(vendor, "has no choices", body));
         };
         let message = json::required(vendor, choice.delta.as_ref(), "message", body)?;
-        for call in message.tool_calls.iter() {
+        for call in &message.tool_calls {
             json::required(vendor, call.id.as_ref(), "id", body)?;
             let function = json::required(vendor, call.function.as_ref(), "function", body)?;
             json::required(vendor, function.name.as_ref(), "name", body)?;
@@ -883,7 +886,7 @@ impl<'v> ChatAccumulator<'v> {
         if let (None, Some(model)) = (&self.model, &chunk.model) {
             self.model = Some(model.to_string());
         }
-        if let Some(usage) = chunk.usage.as_ref().and_then(UsageWire::usage) {
+        if let Some(usage) = chunk.usage.as_deref().and_then(UsageWire::usage) {
             self.usage = Some(usage);
         }
         let Some(choice) = chunk.choices.as_ref().and_then(Few::first) else {
@@ -896,7 +899,7 @@ impl<'v> ChatAccumulator<'v> {
             return;
         };
         let whole = emit.is_none();
-        for fragment in delta.tool_calls.iter() {
+        for fragment in &delta.tool_calls {
             self.take_call(fragment, whole);
         }
         // The reasoning, under either name (the first that says something).
@@ -962,7 +965,7 @@ impl<'v> ChatAccumulator<'v> {
         }
         match function.and_then(|f| f.arguments.as_ref()) {
             Some(Arguments::Text(text)) => slot.arguments.push_str(text),
-            Some(Arguments::Value(value)) => slot.value = Some(value.clone()),
+            Some(Arguments::Value(value)) => slot.value = Some(Value::clone(value)),
             None => {}
         }
     }

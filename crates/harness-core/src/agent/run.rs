@@ -127,10 +127,14 @@ impl AgentInner {
             ..Spent::default()
         };
         let paused = std::mem::take(&mut state.paused);
-        if let Some(pending) = self
-            .settle(&mut transcript, paused, &ctx, mode, events)
-            .await?
-        {
+        // The tool rounds' futures are boxed: inline, the largest of them would size the
+        // whole run's future, held by every run in flight while it waits on the model.
+        let settled = if paused.is_empty() {
+            None
+        } else {
+            Box::pin(self.settle(&mut transcript, paused, &ctx, mode, events)).await?
+        };
+        if let Some(pending) = settled {
             return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
         }
 
@@ -189,10 +193,8 @@ impl AgentInner {
             spent.tool_calls += calls.len();
             let request = Message::assistant(content).with_tool_calls(calls.clone());
             Arc::make_mut(&mut transcript).push(request);
-            if let Some(pending) = self
-                .tool_round(calls, finish_reason, &mut transcript, &ctx, mode, events)
-                .await
-            {
+            let round = self.tool_round(calls, finish_reason, &mut transcript, &ctx, mode, events);
+            if let Some(pending) = Box::pin(round).await {
                 return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
             }
             if let Some(middleware) = &self.middleware

@@ -109,6 +109,8 @@ where
         payload,
         accumulator,
     };
+    // The request's future is boxed so that it is freed once the body starts: inline, it
+    // would size the stream for its whole life.
     Box::pin(futures_util::stream::unfold(start, |state| async move {
         let mut reader = match state {
             State::Done => return None,
@@ -118,7 +120,7 @@ where
                 path,
                 payload,
                 accumulator,
-            } => match client.post_stream(&path, payload).await {
+            } => match Box::pin(client.post_stream(&path, payload)).await {
                 Ok(streaming) => Box::new(open(client, &path, streaming, accumulator)),
                 Err(e) => return Some((Err(e), State::Done)),
             },
