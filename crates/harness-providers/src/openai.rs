@@ -950,6 +950,8 @@ impl<'v> ChatAccumulator<'v> {
                     }
             });
         let at = at.unwrap_or_else(|| {
+            // Most turns ask for one call: room for one, not the four a first push reserves.
+            self.calls.reserve_exact(1);
             self.calls.push(CallSlot {
                 index,
                 ..CallSlot::default()
