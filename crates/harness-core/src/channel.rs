@@ -143,6 +143,14 @@ impl<T> Shared<T> {
                 Some(registered) if registered.will_wake(waker) => {}
                 _ => shared.waker = Some(waker.clone()),
             }
+            // The stream is about to wait (on a model, a tool): it holds no buffer while it
+            // does, so that thousands of waiting runs hold only what they need.
+            if taken.capacity() > 0 {
+                *taken = VecDeque::new();
+            }
+            if shared.queue.capacity() > 0 {
+                shared.queue = VecDeque::new();
+            }
         }
     }
 }
