@@ -758,12 +758,8 @@ impl<'v> ContentAccumulator<'v> {
 
     /// Takes one chunk; `emit` is `None` for a non-streamed answer.
     fn take(&mut self, chunk: Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
-        if let (None, Some(id)) = (&self.id, &chunk.response_id) {
-            self.id = Some(id.to_string());
-        }
-        if let (None, Some(model)) = (&self.model, &chunk.model_version) {
-            self.model = Some(model.to_string());
-        }
+        crate::wire::keep_first(&mut self.id, chunk.response_id.as_ref());
+        crate::wire::keep_first(&mut self.model, chunk.model_version.as_ref());
         if let Some(usage) = chunk.usage_metadata.as_ref().and_then(UsageIn::usage) {
             self.usage = Some(usage);
         }

@@ -880,12 +880,8 @@ impl<'v> ChatAccumulator<'v> {
     /// Takes one chunk; `emit` is `None` for a non-streamed answer, whose calls are whole
     /// (each its own).
     fn take(&mut self, chunk: Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
-        if let (None, Some(id)) = (&self.id, &chunk.id) {
-            self.id = Some(id.to_string());
-        }
-        if let (None, Some(model)) = (&self.model, &chunk.model) {
-            self.model = Some(model.to_string());
-        }
+        crate::wire::keep_first(&mut self.id, chunk.id.as_ref());
+        crate::wire::keep_first(&mut self.model, chunk.model.as_ref());
         if let Some(usage) = chunk.usage.as_deref().and_then(UsageWire::usage) {
             self.usage = Some(usage);
         }

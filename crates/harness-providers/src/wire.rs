@@ -132,6 +132,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 /// An optional string field of a chunk.
 pub(crate) type Text<'a> = Option<Str<'a>>;
 
+/// Keeps the first value a stream reports (a response's id or model, sent on every chunk),
+/// copying it once.
+pub(crate) fn keep_first(slot: &mut Option<String>, seen: Option<&Str<'_>>) {
+    if let (None, Some(value)) = (&*slot, seen) {
+        *slot = Some(value.to_string());
+    }
+}
+
 /// Appends a piece, allocating only when the target must grow.
 pub(crate) fn push(target: &mut String, piece: Option<&Str<'_>>) -> bool {
     match piece {
