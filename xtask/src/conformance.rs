@@ -7,7 +7,12 @@ use std::process::Command;
 use crate::run;
 
 /// The scenarios this client passes; `docs/mcp.md` lists them.
-const SCENARIOS: &[&str] = &["initialize", "tools_call", "sse-retry"];
+const SCENARIOS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "elicitation-sep1034-client-defaults",
+];
 
 pub(crate) fn conformance() -> Result<(), String> {
     let node = install(

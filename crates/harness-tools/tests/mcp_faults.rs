@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 use harness_core::agent::Agent;
 use harness_core::testing::ScriptedModel;
 use harness_core::{CompletionResponse, Ctx, Role, ToolCall, Toolbox};
-use harness_tools::mcp::{McpContent, McpError, McpErrorKind, McpServer, Transport};
+use harness_tools::mcp::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
+    McpServer, Transport,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -285,6 +288,7 @@ impl FakeServer {
             // Between calls (no request of the client's in flight), the server asks the
             // client for a ping and for its roots.
             "arm" => self.arm(id),
+            "arm_elicit" => self.arm_elicit(id),
             // What the server saw, once any answers it waits for are in.
             "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
@@ -329,6 +333,26 @@ impl FakeServer {
             .unwrap();
             out.flush().unwrap();
         });
+    }
+
+    /// Asks the client for a form (with defaults) and to visit a page.
+    fn arm_elicit(&self, id: &Value) {
+        self.state.lock().unwrap().armed = true;
+        self.text(id, "armed");
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "srv-form", "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Who are you?", "requestedSchema": {
+                "type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "age": {"type": "integer", "default": 30},
+                    "verified": {"type": "boolean", "default": true}},
+                "required": ["name"]}}}),
+        );
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "srv-url", "method": "elicitation/create",
+            "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/in",
+                       "elicitationId": "e-7"}}),
+        );
     }
 
     fn report(&self, id: &Value) {
@@ -602,6 +626,79 @@ async fn server_requests_between_calls_are_answered() {
     assert_eq!(
         server.server_info().unwrap()["protocolVersion"],
         json!("2025-06-18")
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn elicitations_reach_the_elicitor_and_accepted_forms_get_their_defaults() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let server = fake("tools").with_elicitation(move |request: ElicitationRequest| {
+        seen.lock().unwrap().push(request.clone());
+        async move {
+            match request.mode {
+                ElicitationMode::Form { .. } => {
+                    let mut fields = serde_json::Map::new();
+                    fields.insert("name".into(), json!("Ada"));
+                    fields.insert("verified".into(), json!(false));
+                    ElicitationResponse::Accept(fields)
+                }
+                ElicitationMode::Url { .. } => ElicitationResponse::Cancel,
+                _ => ElicitationResponse::Decline,
+            }
+        }
+    });
+    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    let seen = report(&server).await;
+    let answers = &seen["answers"];
+    // The user's fields kept (`verified` too), the missing `age` from its default.
+    assert_eq!(
+        answers["srv-form"]["message"]["result"],
+        json!({"action": "accept", "content": {"name": "Ada", "age": 30, "verified": false}}),
+        "{seen}"
+    );
+    assert_eq!(
+        answers["srv-url"]["message"]["result"],
+        json!({"action": "cancel"}),
+        "{seen}"
+    );
+    let capabilities = &seen["initialize"]["capabilities"]["elicitation"];
+    assert!(
+        capabilities["form"].is_object() && capabilities["url"].is_object(),
+        "{seen}"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0].message, "Who are you?");
+    assert_eq!(
+        asked[1].mode,
+        ElicitationMode::Url {
+            url: "https://example.com/in".into(),
+            id: "e-7".into()
+        }
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_an_elicitor_nothing_is_declared_and_elicitations_are_declined() {
+    let server = fake("tools");
+    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    let seen = report(&server).await;
+    let answers = &seen["answers"];
+    for id in ["srv-form", "srv-url"] {
+        assert_eq!(
+            answers[id]["message"]["result"],
+            json!({"action": "decline"}),
+            "{seen}"
+        );
+    }
+    assert!(
+        seen["initialize"]["capabilities"]
+            .get("elicitation")
+            .is_none(),
+        "{seen}"
     );
     server.close().await.unwrap();
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use harness_core::agent::Agent;
 use harness_core::testing::TestModel;
 use harness_core::{Ctx, Toolbox};
-use harness_tools::mcp::McpServer;
+use harness_tools::mcp::{ElicitationMode, ElicitationRequest, ElicitationResponse, McpServer};
 use serde_json::json;
 
 fn peers() -> &'static Path {
@@ -198,6 +198,65 @@ async fn server_everything_over_stdio_with_its_notifications() {
             .unwrap();
         assert!(!text.is_empty());
     }
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
+async fn server_everything_elicits_through_the_elicitor_with_defaults_applied() {
+    let command = || {
+        [
+            "node".to_owned(),
+            script("server-everything"),
+            "stdio".to_owned(),
+        ]
+    };
+    // Without an elicitor the capability is not declared, and the server offers no such tool.
+    let plain = McpServer::stdio(command()).unwrap();
+    let listed = plain.list_tools().await.unwrap();
+    assert!(
+        !listed
+            .iter()
+            .any(|t| t.name == "trigger-elicitation-request")
+    );
+    plain.close().await.unwrap();
+
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let server = McpServer::stdio(command())
+        .unwrap()
+        .with_requires_approval(false)
+        .with_elicitation(move |request: ElicitationRequest| {
+            seen.lock().unwrap().push(request.clone());
+            async move {
+                let mut answer = serde_json::Map::new();
+                answer.insert("name".into(), json!("Ada Lovelace"));
+                answer.insert("check".into(), json!(true));
+                ElicitationResponse::Accept(answer)
+            }
+        });
+    let text = server
+        .call("trigger-elicitation-request", json!({}))
+        .await
+        .unwrap();
+    assert!(text.contains("- Name: Ada Lovelace"), "{text}");
+    assert!(text.contains("- Agreed to terms: true"), "{text}");
+    // Left out by the user, filled in from the schema's defaults.
+    assert!(text.contains("- Favorite Integer: 42"), "{text}");
+    assert!(text.contains("- Favorite Number: 3.14"), "{text}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        asked[0].message,
+        "Please provide inputs for the following fields:"
+    );
+    let ElicitationMode::Form { schema } = &asked[0].mode else {
+        panic!("a form was asked for: {:?}", asked[0].mode);
+    };
+    assert_eq!(
+        schema["properties"]["firstLine"]["default"],
+        "It was a dark and stormy night."
+    );
     server.close().await.unwrap();
 }
 

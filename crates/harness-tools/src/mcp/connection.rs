@@ -15,8 +15,9 @@ use nix::unistd::Pid;
 use reqwest::header::{HeaderName, HeaderValue};
 #[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ErrorData, Implementation, ListRootsResult, ProtocolVersion,
-    Root, RootsCapabilities,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ListRootsResult,
+    ProtocolVersion, Root, RootsCapabilities, UrlElicitationCapability,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -28,6 +29,7 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
 use super::adapter::Adapter;
+use super::elicitation::{self, Elicitor};
 use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
 
@@ -46,26 +48,45 @@ pub(crate) enum Connector {
     Custom(Arc<dyn Transport>),
 }
 
-/// The client's side of server requests: `ping` (rmcp's default answer) and `roots/list`.
-/// Anything else is refused with -32601 by rmcp's defaults.
+/// What this client offers a server, set on the `McpServer` before first use: the roots it
+/// may read and who answers its elicitations.
+#[derive(Default)]
+pub(crate) struct Offers {
+    pub(crate) roots: RwLock<Vec<PathBuf>>,
+    pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
+}
+
+/// The client's side of server requests: `ping` (rmcp's default answer), `roots/list` and
+/// `elicitation/create`. Anything else is refused with -32601 by rmcp's defaults.
 pub(crate) struct Handler {
-    roots: Arc<RwLock<Vec<PathBuf>>>,
+    offers: Arc<Offers>,
+    label: String,
     config: ClientConfig,
 }
 
 impl Handler {
-    pub(crate) fn new(roots: Arc<RwLock<Vec<PathBuf>>>) -> Self {
-        let declares_roots = roots.read().is_ok_and(|r| !r.is_empty());
+    pub(crate) fn new(offers: Arc<Offers>, label: &str) -> Self {
         let mut capabilities = ClientCapabilities::default();
-        if declares_roots {
+        if offers.roots.read().is_ok_and(|r| !r.is_empty()) {
             capabilities.roots = Some(RootsCapabilities::default());
+        }
+        if offers.elicitor.read().is_ok_and(|e| e.is_some()) {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
         }
         let config = ClientConfig::new(
             capabilities,
             Implementation::new("deepharness", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
-        Self { roots, config }
+        Self {
+            offers,
+            label: label.to_owned(),
+            config,
+        }
     }
 }
 
@@ -80,6 +101,7 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         let roots = self
+            .offers
             .roots
             .read()
             .map(|roots| roots.clone())
@@ -96,6 +118,22 @@ impl ClientHandler for Handler {
                 })
                 .collect(),
         ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let elicitor = self.offers.elicitor.read().ok().and_then(|e| e.clone());
+        let Some(elicitor) = elicitor else {
+            // No one to ask: the server goes on without the input.
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let request = elicitation::request(&self.label, params);
+        let mode = request.mode.clone();
+        let response = elicitor.elicit(request).await;
+        Ok(elicitation::result(&mode, response))
     }
 }
 
@@ -151,11 +189,11 @@ impl Connection {
     pub(crate) async fn open(
         connector: &Connector,
         env: &[(OsString, OsString)],
-        roots: Arc<RwLock<Vec<PathBuf>>>,
+        offers: Arc<Offers>,
         label: &str,
         timeout: Duration,
     ) -> Result<Self, McpError> {
-        let handler = Handler::new(roots);
+        let handler = Handler::new(offers, label);
         let (running, process, custom) = match connector {
             Connector::Stdio(command) => {
                 let (group, transport) = spawn(command, env, label)?;

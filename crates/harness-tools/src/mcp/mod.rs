@@ -9,6 +9,7 @@
 mod adapter;
 mod connection;
 mod content;
+mod elicitation;
 mod error;
 mod names;
 mod strays;
@@ -30,8 +31,9 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
-use connection::{Connection, Connector};
+use connection::{Connection, Connector, Offers};
 pub use content::{McpCallResult, McpContent};
+pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor};
 pub use error::{McpError, McpErrorKind};
 
 /// The protocol version asked for.
@@ -98,7 +100,7 @@ enum State {
 struct Shared {
     connector: Connector,
     env: RwLock<Vec<(OsString, OsString)>>,
-    roots: Arc<RwLock<Vec<PathBuf>>>,
+    offers: Arc<Offers>,
     state: tokio::sync::Mutex<State>,
     info: OnceLock<Value>,
 }
@@ -164,7 +166,7 @@ impl McpServer {
             shared: Arc::new(Shared {
                 connector,
                 env: RwLock::default(),
-                roots: Arc::default(),
+                offers: Arc::default(),
                 state: tokio::sync::Mutex::new(State::Idle),
                 info: OnceLock::new(),
             }),
@@ -268,8 +270,19 @@ impl McpServer {
     /// Offers the server these directories as roots: declared in the handshake (so set them
     /// before first use) and served to the server's `roots/list` requests at any time.
     pub fn with_roots(self, roots: Vec<PathBuf>) -> Self {
-        if let Ok(mut current) = self.shared.roots.write() {
+        if let Ok(mut current) = self.shared.offers.roots.write() {
             *current = roots;
+        }
+        self
+    }
+
+    /// Answers the server's elicitations (its requests for input from the user) with
+    /// `elicitor`: declared in the handshake, so set it before first use. Without one, every
+    /// elicitation is declined and the server goes on without the input. An accepted form
+    /// gets the schema's defaults for the fields left out.
+    pub fn with_elicitation(self, elicitor: impl Elicitor + 'static) -> Self {
+        if let Ok(mut current) = self.shared.offers.elicitor.write() {
+            *current = Some(Arc::new(elicitor));
         }
         self
     }
@@ -301,7 +314,7 @@ impl McpServer {
                 Connection::open(
                     &shared.connector,
                     &env,
-                    Arc::clone(&shared.roots),
+                    Arc::clone(&shared.offers),
                     label,
                     timeout,
                 )
