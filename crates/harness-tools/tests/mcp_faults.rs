@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness_core::agent::Agent;
-use harness_core::testing::ScriptedModel;
-use harness_core::{CompletionResponse, Ctx, Role, ToolCall, Toolbox};
+use harness_core::testing::{FunctionModel, ScriptedModel};
+use harness_core::{CompletionResponse, Ctx, Request, Role, ToolCall, Toolbox};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
-    McpServer, Transport,
+    McpServer, Sampling, SamplingRequest, Transport,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -289,6 +289,7 @@ impl FakeServer {
             // client for a ping and for its roots.
             "arm" => self.arm(id),
             "arm_elicit" => self.arm_elicit(id),
+            "arm_sample" => self.arm_sample(id),
             // What the server saw, once any answers it waits for are in.
             "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
@@ -353,6 +354,19 @@ impl FakeServer {
             "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/in",
                        "elicitationId": "e-7"}}),
         );
+    }
+
+    /// Asks the client's model for two completions, a short one and a long one.
+    fn arm_sample(&self, id: &Value) {
+        self.state.lock().unwrap().armed = true;
+        self.text(id, "armed");
+        for (request, max_tokens) in [("srv-short", 20), ("srv-long", 5000)] {
+            self.send(&json!({"jsonrpc": "2.0", "id": request,
+                "method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user",
+                                  "content": {"type": "text", "text": "Say hi"}}],
+                    "systemPrompt": "Be brief.", "maxTokens": max_tokens}}));
+        }
     }
 
     fn report(&self, id: &Value) {
@@ -698,6 +712,58 @@ async fn without_an_elicitor_nothing_is_declared_and_elicitations_are_declined()
         seen["initialize"]["capabilities"]
             .get("elicitation")
             .is_none(),
+        "{seen}"
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn sampling_requests_are_served_by_the_model_when_approved() {
+    let model = FunctionModel::new(|request: &Request<'_>| {
+        let said: Vec<String> = request
+            .messages
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
+        CompletionResponse::text(format!("hi ({})", said.join(" | "))).with_model("tiny-1")
+    });
+    let sampling = Sampling::new(model).with_approval(|r: &SamplingRequest| r.max_tokens <= 100);
+    let server = fake("tools").with_sampling(sampling);
+    assert_eq!(server.call("arm_sample", json!({})).await.unwrap(), "armed");
+    let seen = report(&server).await;
+    let answers = &seen["answers"];
+    // The system prompt goes first, then the server's messages.
+    assert_eq!(
+        answers["srv-short"]["message"]["result"],
+        json!({"role": "assistant", "content": {"type": "text", "text": "hi (Be brief. | Say hi)"},
+               "model": "tiny-1", "stopReason": "endTurn"}),
+        "{seen}"
+    );
+    // Refused by the approval: the protocol's "user rejected" error, the model not asked.
+    assert_eq!(
+        answers["srv-long"]["message"]["error"]["code"],
+        json!(-1),
+        "{seen}"
+    );
+    assert!(
+        seen["initialize"]["capabilities"]["sampling"].is_object(),
+        "{seen}"
+    );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_sampling_the_capability_is_not_declared_and_requests_are_refused() {
+    let server = fake("tools");
+    assert_eq!(server.call("arm_sample", json!({})).await.unwrap(), "armed");
+    let seen = report(&server).await;
+    assert_eq!(
+        seen["answers"]["srv-short"]["message"]["error"]["code"],
+        json!(-32601),
+        "{seen}"
+    );
+    assert!(
+        seen["initialize"]["capabilities"].get("sampling").is_none(),
         "{seen}"
     );
     server.close().await.unwrap();

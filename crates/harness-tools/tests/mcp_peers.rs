@@ -10,9 +10,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use harness_core::agent::Agent;
+use harness_core::testing::FunctionModel;
 use harness_core::testing::TestModel;
+use harness_core::{CompletionResponse, Request};
 use harness_core::{Ctx, Toolbox};
-use harness_tools::mcp::{ElicitationMode, ElicitationRequest, ElicitationResponse, McpServer};
+use harness_tools::mcp::{
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpServer, Sampling, SamplingRequest,
+};
 use serde_json::json;
 
 fn peers() -> &'static Path {
@@ -257,6 +261,51 @@ async fn server_everything_elicits_through_the_elicitor_with_defaults_applied() 
         schema["properties"]["firstLine"]["default"],
         "It was a dark and stormy night."
     );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
+async fn server_everything_samples_through_the_clients_model() {
+    let model = FunctionModel::new(|request: &Request<'_>| {
+        assert_eq!(request.messages[0].text(), "You are a helpful test server.");
+        assert_eq!(request.settings.max_tokens, Some(64));
+        let prompt = request.messages[1].text().into_owned();
+        CompletionResponse::text(format!("echo: {prompt}")).with_model("local-echo")
+    });
+    let server =
+        McpServer::stdio([
+            "node".to_owned(),
+            script("server-everything"),
+            "stdio".to_owned(),
+        ])
+        .unwrap()
+        .with_requires_approval(false)
+        .with_sampling(Sampling::new(model).with_approval(|r: &SamplingRequest| {
+            r.server.contains("index.js") && r.max_tokens <= 64
+        }));
+    let text = server
+        .call(
+            "trigger-sampling-request",
+            json!({"prompt": "2+2?", "maxTokens": 64}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        text.contains("echo: Resource trigger-sampling-request context: 2+2?"),
+        "{text}"
+    );
+    assert!(text.contains("\"model\": \"local-echo\""), "{text}");
+    assert!(text.contains("\"stopReason\": \"endTurn\""), "{text}");
+    // Over the approval's limit: the server's call fails with the client's refusal.
+    let refused = server
+        .call_content(
+            "trigger-sampling-request",
+            json!({"prompt": "long", "maxTokens": 500}),
+        )
+        .await;
+    let refused = format!("{refused:?}");
+    assert!(refused.contains("rejected"), "{refused}");
     server.close().await.unwrap();
 }
 

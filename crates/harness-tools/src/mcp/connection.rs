@@ -15,9 +15,10 @@ use nix::unistd::Pid;
 use reqwest::header::{HeaderName, HeaderValue};
 #[allow(deprecated)] // roots are deprecated for the 2026 protocol; servers of 2025 use them
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ClientCapabilities, ClientConfig, CreateMessageRequestMethod, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ListRootsResult,
-    ProtocolVersion, Root, RootsCapabilities, UrlElicitationCapability,
+    ProtocolVersion, Root, RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -30,6 +31,7 @@ use serde_json::Value;
 
 use super::adapter::Adapter;
 use super::elicitation::{self, Elicitor};
+use super::sampling::Sampling;
 use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
 
@@ -49,15 +51,16 @@ pub(crate) enum Connector {
 }
 
 /// What this client offers a server, set on the `McpServer` before first use: the roots it
-/// may read and who answers its elicitations.
+/// may read, the model that serves its sampling requests, who answers its elicitations.
 #[derive(Default)]
 pub(crate) struct Offers {
     pub(crate) roots: RwLock<Vec<PathBuf>>,
     pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
+    pub(crate) sampling: RwLock<Option<Sampling>>,
 }
 
-/// The client's side of server requests: `ping` (rmcp's default answer), `roots/list` and
-/// `elicitation/create`. Anything else is refused with -32601 by rmcp's defaults.
+/// The client's side of server requests: `ping` (rmcp's default answer), `roots/list`,
+/// `sampling/createMessage` and `elicitation/create`. Anything else is refused with -32601 by rmcp's defaults.
 pub(crate) struct Handler {
     offers: Arc<Offers>,
     label: String,
@@ -69,6 +72,9 @@ impl Handler {
         let mut capabilities = ClientCapabilities::default();
         if offers.roots.read().is_ok_and(|r| !r.is_empty()) {
             capabilities.roots = Some(RootsCapabilities::default());
+        }
+        if offers.sampling.read().is_ok_and(|s| s.is_some()) {
+            capabilities.sampling = Some(SamplingCapability::default());
         }
         if offers.elicitor.read().is_ok_and(|e| e.is_some()) {
             capabilities.elicitation = Some(
@@ -118,6 +124,18 @@ impl ClientHandler for Handler {
                 })
                 .collect(),
         ))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let sampling = self.offers.sampling.read().ok().and_then(|s| s.clone());
+        match sampling {
+            Some(sampling) => sampling.serve(&self.label, &params).await,
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+        }
     }
 
     async fn create_elicitation(

@@ -12,6 +12,7 @@ mod content;
 mod elicitation;
 mod error;
 mod names;
+mod sampling;
 mod strays;
 
 use std::collections::{HashMap, HashSet};
@@ -35,6 +36,7 @@ use connection::{Connection, Connector, Offers};
 pub use content::{McpCallResult, McpContent};
 pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor};
 pub use error::{McpError, McpErrorKind};
+pub use sampling::{Sampling, SamplingRequest};
 
 /// The protocol version asked for.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -283,6 +285,17 @@ impl McpServer {
     pub fn with_elicitation(self, elicitor: impl Elicitor + 'static) -> Self {
         if let Ok(mut current) = self.shared.offers.elicitor.write() {
             *current = Some(Arc::new(elicitor));
+        }
+        self
+    }
+
+    /// Serves the server's sampling requests (`sampling/createMessage`: the server asking
+    /// for a completion) with `sampling`'s model, each gated by its approval: declared in the
+    /// handshake, so set it before first use. Without it, such requests are refused as not
+    /// supported.
+    pub fn with_sampling(self, sampling: Sampling) -> Self {
+        if let Ok(mut current) = self.shared.offers.sampling.write() {
+            *current = Some(sampling);
         }
         self
     }
