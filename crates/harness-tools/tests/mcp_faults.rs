@@ -181,6 +181,14 @@ impl FakeServer {
                 self.state.lock().unwrap().cancelled.push(cancelled);
             }
             "tools/list" => self.list(&id, &message["params"]),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "prompts/list"
+            | "prompts/get" => {
+                self.catalog(&id, method, &message["params"]);
+            }
             "tools/call" => {
                 self.state.lock().unwrap().calls += 1;
                 self.call(
@@ -191,6 +199,35 @@ impl FakeServer {
             }
             _ => {}
         }
+    }
+
+    /// Resources (two pages, the second with an entry without a URI) and prompts.
+    fn catalog(&self, id: &Value, method: &str, params: &Value) {
+        let result = match (method, params["cursor"].as_str()) {
+            ("resources/list", None) => json!({"resources": [
+                {"uri": "file:///a.txt", "name": "a", "mimeType": "text/plain", "size": 5}],
+                "nextCursor": "p2"}),
+            ("resources/list", Some(_)) => json!({"resources": [
+                {"name": "no uri"}, {"uri": "file:///b.bin", "name": "b", "title": "B"}]}),
+            ("resources/templates/list", _) => json!({"resourceTemplates": [
+                {"uriTemplate": "file:///{path}", "name": "files", "description": "any file"}]}),
+            ("resources/read", _) if params["uri"] == "file:///a.txt" => json!({"contents": [
+                {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"}]}),
+            ("resources/read", _) => {
+                self.send(&json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32002, "message": "Resource not found"}}));
+                return;
+            }
+            ("resources/subscribe", _) => json!({}),
+            ("prompts/list", _) => json!({"prompts": [{"name": "greet", "description": "Say hi",
+                "arguments": [{"name": "who", "required": true}, {"name": "tone"}]}]}),
+            _ => json!({"description": "A greeting", "messages": [
+                {"role": "user", "content": {"type": "text",
+                    "text": format!("Greet {}", params["arguments"]["who"].as_str().unwrap_or("?"))}},
+                {"role": "assistant", "content": {"type": "image", "data": "aGk=",
+                    "mimeType": "image/png"}}]}),
+        };
+        self.reply(id, result);
     }
 
     fn list(&self, id: &Value, params: &Value) {
@@ -766,6 +803,80 @@ async fn without_sampling_the_capability_is_not_declared_and_requests_are_refuse
         seen["initialize"]["capabilities"].get("sampling").is_none(),
         "{seen}"
     );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn resources_and_prompts_are_listed_read_and_filled_in() {
+    let server = fake("tools");
+    // Both pages; the entry without a URI is skipped, the others kept.
+    let resources = server.list_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["file:///a.txt", "file:///b.bin"]);
+    assert_eq!(
+        (resources[0].mime_type.as_deref(), resources[0].size),
+        (Some("text/plain"), Some(5))
+    );
+    assert_eq!(resources[1].title.as_deref(), Some("B"));
+    let templates = server.list_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "file:///{path}");
+    assert_eq!(templates[0].description.as_deref(), Some("any file"));
+    assert_eq!(
+        server.read_resource("file:///a.txt").await.unwrap(),
+        [McpContent::Resource {
+            uri: "file:///a.txt".into(),
+            mime_type: Some("text/plain".into()),
+            text: Some("hello".into()),
+            blob: None,
+        }]
+    );
+    // The server's own error, naming the method.
+    let missing = server.read_resource("file:///nope").await.unwrap_err();
+    assert!(
+        missing.to_string().contains("Resource not found"),
+        "{missing}"
+    );
+    server.subscribe("file:///a.txt").await.unwrap();
+
+    // The same reads as a tool for an agent, failures as the call's result.
+    let tool = server.read_resource_tool();
+    assert_eq!(tool.spec().name, "read_resource");
+    assert!(!tool.spec().requires_approval);
+    let read = tool
+        .call(json!({"uri": "file:///a.txt"}), Ctx::new())
+        .await
+        .unwrap();
+    assert!(
+        read.contains("hello") && read.contains("file:///a.txt"),
+        "{read}"
+    );
+    let no_uri = tool.call(json!({}), Ctx::new()).await.unwrap_err();
+    assert!(no_uri.to_string().contains("needs `uri`"), "{no_uri}");
+    let unknown = tool
+        .call(json!({"uri": "file:///nope"}), Ctx::new())
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("Resource not found"),
+        "{unknown}"
+    );
+
+    let prompts = server.list_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "greet");
+    let required: Vec<(&str, bool)> = prompts[0]
+        .arguments
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(required, [("who", true), ("tone", false)]);
+    let filled = server.get_prompt("greet", &[("who", "Ada")]).await.unwrap();
+    assert_eq!(filled.description.as_deref(), Some("A greeting"));
+    assert_eq!(filled.messages[0].role, "user");
+    assert_eq!(
+        filled.messages[0].content,
+        McpContent::Text("Greet Ada".into())
+    );
+    assert!(matches!(filled.messages[1].content, McpContent::Image(_)));
     server.close().await.unwrap();
 }
 

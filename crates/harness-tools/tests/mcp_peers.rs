@@ -15,7 +15,8 @@ use harness_core::testing::TestModel;
 use harness_core::{CompletionResponse, Request};
 use harness_core::{Ctx, Toolbox};
 use harness_tools::mcp::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, McpServer, Sampling, SamplingRequest,
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpServer, Sampling,
+    SamplingRequest,
 };
 use serde_json::json;
 
@@ -306,6 +307,62 @@ async fn server_everything_samples_through_the_clients_model() {
         .await;
     let refused = format!("{refused:?}");
     assert!(refused.contains("rejected"), "{refused}");
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
+async fn server_everything_resources_and_prompts() {
+    let server = McpServer::stdio([
+        "node".to_owned(),
+        script("server-everything"),
+        "stdio".to_owned(),
+    ])
+    .unwrap();
+    let resources = server.list_resources().await.unwrap();
+    let document = resources
+        .iter()
+        .find(|r| r.uri.starts_with("demo://resource/static/document/"))
+        .unwrap_or_else(|| panic!("no static document in {resources:?}"));
+    let contents = server.read_resource(&document.uri).await.unwrap();
+    let McpContent::Resource { uri, text, .. } = &contents[0] else {
+        panic!("not a resource: {contents:?}");
+    };
+    assert_eq!(uri, &document.uri);
+    assert!(
+        text.as_deref().is_some_and(|t| !t.is_empty()),
+        "{contents:?}"
+    );
+    let templates = server.list_resource_templates().await.unwrap();
+    let text_template = templates
+        .iter()
+        .find(|t| t.uri_template.contains("/dynamic/text/"))
+        .unwrap_or_else(|| panic!("no text template in {templates:?}"));
+    let made = text_template.uri_template.replace("{resourceId}", "7");
+    let contents = server.read_resource(&made).await.unwrap();
+    assert!(
+        matches!(&contents[0], McpContent::Resource { text: Some(_), .. }),
+        "{contents:?}"
+    );
+    server.subscribe(&document.uri).await.unwrap();
+    server.unsubscribe(&document.uri).await.unwrap();
+
+    let prompts = server.list_prompts().await.unwrap();
+    let args = prompts
+        .iter()
+        .find(|p| p.name == "args-prompt")
+        .unwrap_or_else(|| panic!("no args-prompt in {prompts:?}"));
+    let city = args.arguments.iter().find(|a| a.name == "city").unwrap();
+    assert!(city.required);
+    let filled = server
+        .get_prompt("args-prompt", &[("city", "Paris"), ("state", "IDF")])
+        .await
+        .unwrap();
+    assert_eq!(filled.messages[0].role, "user");
+    assert_eq!(
+        filled.messages[0].content,
+        McpContent::Text("What's weather in Paris, IDF?".into())
+    );
     server.close().await.unwrap();
 }
 

@@ -138,10 +138,7 @@ impl McpCallResult {
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .map(|item| {
-                serde_json::from_value::<ContentBlock>(item.clone())
-                    .map_or_else(|_| McpContent::Other(item.clone()), from_block)
-            })
+            .map(content_item)
             .collect();
         Self {
             content,
@@ -149,6 +146,13 @@ impl McpCallResult {
             is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
         }
     }
+}
+
+/// One content item read from its JSON; one of a kind this client does not know is kept
+/// as [`McpContent::Other`].
+pub(crate) fn content_item(item: &Value) -> McpContent {
+    serde_json::from_value::<ContentBlock>(item.clone())
+        .map_or_else(|_| McpContent::Other(item.clone()), from_block)
 }
 
 fn from_block(block: ContentBlock) -> McpContent {

@@ -7,6 +7,7 @@
 //! ([`DEFAULT_TIMEOUT`] unless set with [`McpServer::with_timeout`] or per call).
 
 mod adapter;
+mod catalog;
 mod connection;
 mod content;
 mod elicitation;
@@ -32,6 +33,10 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+pub use catalog::{
+    McpPrompt, McpPromptArgument, McpPromptMessage, McpPromptResult, McpResource,
+    McpResourceTemplate,
+};
 use connection::{Connection, Connector, Offers};
 pub use content::{McpCallResult, McpContent};
 pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor};
@@ -393,49 +398,59 @@ impl McpServer {
     /// # Errors
     /// [`McpError`] from the handshake or the listing.
     pub async fn list_tools(&self) -> Result<Vec<McpTool>, McpError> {
-        let mut tools = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        for page in 1..=MAX_LIST_PAGES {
-            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-            let next = match self.request(request, "tools/list", self.timeout).await? {
+        let label = &self.label;
+        self.list_all(
+            "tools/list",
+            |params| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params)),
+            |result, tools| match result {
                 ServerResult::ListToolsResult(result) => {
                     tools.extend(result.tools.into_iter().map(listed));
-                    result.next_cursor
+                    Ok(result.next_cursor)
                 }
                 ServerResult::CustomResult(result) => {
                     tools.extend(listed_json(&result.0));
-                    result
-                        .0
-                        .get("nextCursor")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
+                    Ok(next_cursor(&result.0))
                 }
-                ServerResult::EmptyResult(_) => None,
-                _ => {
-                    return Err(McpError::protocol(format!(
-                        "MCP server `{}` answered tools/list with a result of the wrong type",
-                        self.label
-                    )));
-                }
-            };
-            match next {
+                ServerResult::EmptyResult(_) => Ok(None),
+                _ => Err(McpError::protocol(format!(
+                    "MCP server `{label}` answered tools/list with a result of the wrong type"
+                ))),
+            },
+        )
+        .await
+    }
+
+    /// Every page of a `*/list` request: `page` takes each answer's items into the list and
+    /// returns its `nextCursor`. Paging stops at a cursor seen before and after
+    /// [`MAX_LIST_PAGES`] pages, with a warning; the items read are kept.
+    async fn list_all<T>(
+        &self,
+        method: &str,
+        request: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        mut page: impl FnMut(ServerResult, &mut Vec<T>) -> Result<Option<String>, McpError>,
+    ) -> Result<Vec<T>, McpError> {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for number in 1..=MAX_LIST_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let answer = self.request(request(params), method, self.timeout).await?;
+            match page(answer, &mut items)? {
                 Some(next) if !next.is_empty() => {
                     if !seen.insert(next.clone()) {
                         tracing::warn!(
                             server = %self.label,
                             cursor = %next,
-                            "MCP tools/list repeated a cursor; keeping the {} tools listed so far",
-                            tools.len()
+                            "MCP {method} repeated a cursor; keeping the {} items listed so far",
+                            items.len()
                         );
                         break;
                     }
-                    if page == MAX_LIST_PAGES {
+                    if number == MAX_LIST_PAGES {
                         tracing::warn!(
                             server = %self.label,
-                            "MCP tools/list still had pages after {MAX_LIST_PAGES}; keeping the {} tools listed so far",
-                            tools.len()
+                            "MCP {method} still had pages after {MAX_LIST_PAGES}; keeping the {} items listed so far",
+                            items.len()
                         );
                     }
                     cursor = Some(next);
@@ -443,7 +458,7 @@ impl McpServer {
                 _ => break,
             }
         }
-        Ok(tools)
+        Ok(items)
     }
 
     /// The server's tools, ready for an agent, under their model-facing names
@@ -598,6 +613,13 @@ impl Drop for CancelOnDrop {
             });
         }
     }
+}
+
+/// A page's `nextCursor`, read from its JSON.
+fn next_cursor(page: &Value) -> Option<String> {
+    page.get("nextCursor")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 fn listed(tool: rmcp::model::Tool) -> McpTool {
