@@ -20,7 +20,7 @@ use harness_core::testing::{FunctionModel, ScriptedModel};
 use harness_core::{CompletionResponse, Ctx, Request, Role, ToolCall, Toolbox};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
-    McpServer, Sampling, SamplingRequest, Transport,
+    McpNotification, McpServer, Sampling, SamplingRequest, Transport,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -77,6 +77,8 @@ struct FakeState {
     first: Option<Value>,
     /// The client's `initialize` params.
     initialize: Value,
+    /// The level the client asked for with `logging/setLevel`.
+    log_level: Value,
 }
 
 struct FakeServer {
@@ -189,6 +191,13 @@ impl FakeServer {
             | "prompts/get" => {
                 self.catalog(&id, method, &message["params"]);
             }
+            "tools/call" if message["params"]["name"] == "notify" => {
+                self.notify(&id, &message["params"]);
+            }
+            "logging/setLevel" => {
+                self.state.lock().unwrap().log_level = message["params"]["level"].clone();
+                self.reply(&id, json!({}));
+            }
             "tools/call" => {
                 self.state.lock().unwrap().calls += 1;
                 self.call(
@@ -199,6 +208,26 @@ impl FakeServer {
             }
             _ => {}
         }
+    }
+
+    /// Sends a notification of each kind, progress on this very call first, then answers
+    /// with the log level it was asked for.
+    fn notify(&self, id: &Value, params: &Value) {
+        let token = params["_meta"]["progressToken"].clone();
+        for notification in [
+            json!({"method": "notifications/progress", "params":
+                {"progressToken": token, "progress": 1, "total": 2, "message": "halfway"}}),
+            json!({"method": "notifications/message", "params":
+                {"level": "warning", "logger": "fake", "data": "disk almost full"}}),
+            json!({"method": "notifications/resources/updated", "params": {"uri": "file:///a.txt"}}),
+            json!({"method": "notifications/tools/list_changed"}),
+        ] {
+            let mut message = notification;
+            message["jsonrpc"] = json!("2.0");
+            self.send(&message);
+        }
+        let level = self.state.lock().unwrap().log_level.to_string();
+        self.text(id, &level);
     }
 
     /// Resources (two pages, the second with an entry without a URI) and prompts.
@@ -877,6 +906,66 @@ async fn resources_and_prompts_are_listed_read_and_filled_in() {
         McpContent::Text("Greet Ada".into())
     );
     assert!(matches!(filled.messages[1].content, McpContent::Image(_)));
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn notifications_reach_the_callback_with_the_servers_name() {
+    let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let server = fake("tools").with_name("fake").with_notifications(
+        move |server: &str, notification: McpNotification| {
+            let _ = sender.send((server.to_owned(), notification));
+        },
+    );
+    server.set_log_level("warning").await.unwrap();
+    let level = server.call("notify", json!({})).await.unwrap();
+    assert_eq!(level, "\"warning\"");
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let next = tokio::time::timeout(Duration::from_secs(5), received.recv()).await;
+        seen.push(next.unwrap().unwrap());
+    }
+    assert!(seen.iter().all(|(server, _)| server == "fake"));
+    let notifications: Vec<McpNotification> = seen.into_iter().map(|(_, n)| n).collect();
+    // Progress on the call itself: the token is the one the client put in the request.
+    // (Notifications may be handled concurrently, so their order is not asserted.)
+    let Some(McpNotification::Progress {
+        token,
+        progress,
+        total,
+        message,
+    }) = notifications
+        .iter()
+        .find(|n| matches!(n, McpNotification::Progress { .. }))
+    else {
+        panic!("no progress in {notifications:?}");
+    };
+    assert!(!token.is_null());
+    assert_eq!(
+        (*progress, *total, message.as_deref()),
+        (1.0, Some(2.0), Some("halfway"))
+    );
+    for expected in [
+        McpNotification::Log {
+            level: "warning".into(),
+            logger: Some("fake".into()),
+            data: json!("disk almost full"),
+        },
+        McpNotification::ResourceUpdated {
+            uri: "file:///a.txt".into(),
+        },
+        McpNotification::ToolListChanged,
+    ] {
+        assert!(
+            notifications.contains(&expected),
+            "{expected:?} in {notifications:?}"
+        );
+    }
+    let wrong = server.set_log_level("loud").await.unwrap_err();
+    assert!(
+        wrong.to_string().contains("unknown MCP log level \"loud\""),
+        "{wrong}"
+    );
     server.close().await.unwrap();
 }
 

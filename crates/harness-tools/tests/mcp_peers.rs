@@ -15,8 +15,8 @@ use harness_core::testing::TestModel;
 use harness_core::{CompletionResponse, Request};
 use harness_core::{Ctx, Toolbox};
 use harness_tools::mcp::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpServer, Sampling,
-    SamplingRequest,
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpNotification,
+    McpServer, Sampling, SamplingRequest,
 };
 use serde_json::json;
 
@@ -176,12 +176,22 @@ async fn an_agent_on_test_model_uses_server_filesystem_tools() {
 #[tokio::test]
 #[ignore = "needs a real MCP peer from npm or PyPI: run by `cargo xtask e2e`"]
 async fn server_everything_over_stdio_with_its_notifications() {
+    let progress = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&progress);
     let server = McpServer::stdio([
         "node".to_owned(),
         script("server-everything"),
         "stdio".to_owned(),
     ])
-    .unwrap();
+    .unwrap()
+    .with_notifications(move |_server: &str, notification: McpNotification| {
+        if let McpNotification::Progress {
+            progress, total, ..
+        } = notification
+        {
+            seen.lock().unwrap().push((progress, total));
+        }
+    });
     let listed = server.list_tools().await.unwrap();
     assert!(listed.iter().any(|t| t.name == "echo"), "{listed:?}");
     let text = server
@@ -202,6 +212,13 @@ async fn server_everything_over_stdio_with_its_notifications() {
             .await
             .unwrap();
         assert!(!text.is_empty());
+        // Its progress reached the callback, step by step.
+        let progress = progress.lock().unwrap().clone();
+        assert!(progress.len() >= 2, "{progress:?}");
+        assert!(
+            progress.iter().all(|(_, total)| *total == Some(3.0)),
+            "{progress:?}"
+        );
     }
     server.close().await.unwrap();
 }

@@ -20,7 +20,11 @@ use rmcp::model::{
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ListRootsResult,
     ProtocolVersion, Root, RootsCapabilities, SamplingCapability, UrlElicitationCapability,
 };
-use rmcp::service::{RequestContext, RunningService};
+#[allow(deprecated)] // logging is deprecated for the 2026 protocol; servers of 2025 use it
+use rmcp::model::{
+    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 #[cfg(feature = "mcp-http")]
 use rmcp::transport::streamable_http_client::{
@@ -31,6 +35,7 @@ use serde_json::Value;
 
 use super::adapter::Adapter;
 use super::elicitation::{self, Elicitor};
+use super::notifications::{self, McpNotification, Notify};
 use super::sampling::Sampling;
 use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
@@ -57,6 +62,18 @@ pub(crate) struct Offers {
     pub(crate) roots: RwLock<Vec<PathBuf>>,
     pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
     pub(crate) sampling: RwLock<Option<Sampling>>,
+    pub(crate) notify: RwLock<Option<Arc<Notify>>>,
+}
+
+impl Offers {
+    /// Hands `notification` to the application's callback, if there is one.
+    fn notify(&self, server: &str, notification: impl FnOnce() -> McpNotification) {
+        let notify = self.notify.read().ok().and_then(|n| n.clone());
+        match notify {
+            Some(notify) => notify(server, notification()),
+            None => tracing::trace!(server, "MCP notification dropped: no handler"),
+        }
+    }
 }
 
 /// The client's side of server requests: `ping` (rmcp's default answer), `roots/list`,
@@ -124,6 +141,58 @@ impl ClientHandler for Handler {
                 })
                 .collect(),
         ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.offers
+            .notify(&self.label, || McpNotification::Progress {
+                token: serde_json::to_value(&params.progress_token).unwrap_or(Value::Null),
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.offers.notify(&self.label, || McpNotification::Log {
+            level: notifications::level_name(params.level),
+            logger: params.logger,
+            data: params.data,
+        });
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.offers
+            .notify(&self.label, || McpNotification::ResourceUpdated {
+                uri: params.uri,
+            });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.offers
+            .notify(&self.label, || McpNotification::ResourceListChanged);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.offers
+            .notify(&self.label, || McpNotification::ToolListChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.offers
+            .notify(&self.label, || McpNotification::PromptListChanged);
     }
 
     async fn create_message(

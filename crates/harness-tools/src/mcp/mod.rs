@@ -13,6 +13,7 @@ mod content;
 mod elicitation;
 mod error;
 mod names;
+mod notifications;
 mod sampling;
 mod strays;
 
@@ -41,6 +42,7 @@ use connection::{Connection, Connector, Offers};
 pub use content::{McpCallResult, McpContent};
 pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor};
 pub use error::{McpError, McpErrorKind};
+pub use notifications::McpNotification;
 pub use sampling::{Sampling, SamplingRequest};
 
 /// The protocol version asked for.
@@ -301,6 +303,20 @@ impl McpServer {
     pub fn with_sampling(self, sampling: Sampling) -> Self {
         if let Ok(mut current) = self.shared.offers.sampling.write() {
             *current = Some(sampling);
+        }
+        self
+    }
+
+    /// Hands what the server says on its own (progress on a request, log messages, changed
+    /// lists and resources) to `notify`, with the server's name. Called on the
+    /// connection's task: return quickly, and send the notification on for slow work.
+    /// Without it, notifications are read and dropped.
+    pub fn with_notifications(
+        self,
+        notify: impl Fn(&str, McpNotification) + Send + Sync + 'static,
+    ) -> Self {
+        if let Ok(mut current) = self.shared.offers.notify.write() {
+            *current = Some(Arc::new(notify));
         }
         self
     }
