@@ -128,7 +128,8 @@ pub mod agent {
         estimate_tokens,
     };
     pub use harness_core::{
-        Ctx, IntoTool, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder,
+        Ctx, IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox,
+        ToolboxBuilder,
     };
 }
 

@@ -76,7 +76,9 @@ pub use llm::{BoxStream, Llm, LlmEvent, replay};
 pub use message::{Content, Message, Role, ToolCall};
 pub use request::{ModelSettings, OutputSchema, Request, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
-pub use tool::{Ctx, IntoTool, ParametersBuilder, Tool, ToolSpec, Toolbox, ToolboxBuilder};
+pub use tool::{
+    Ctx, IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox, ToolboxBuilder,
+};
 
 /// Re-exported so a hand-written [`Llm`] or [`Tool`] needs no extra dependency.
 pub use async_trait::async_trait;

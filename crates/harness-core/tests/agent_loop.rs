@@ -18,8 +18,8 @@ use harness_core::agent::{
 };
 use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
 use harness_core::{
-    Block, CompletionResponse, Ctx, Error, FinishReason, Message, Role, Thinking, TokenUsage,
-    ToolCall, Toolbox, tool,
+    Block, CompletionResponse, Ctx, Error, FinishReason, LogLevel, Message, Role, Thinking,
+    TokenUsage, ToolCall, ToolUpdate, Toolbox, tool,
 };
 use serde_json::json;
 
@@ -849,4 +849,81 @@ async fn a_scripted_model_that_runs_out_says_so() {
         err.to_string(),
         "ScriptedModel ran out of responses at call 1; add more to the script"
     );
+}
+
+/// Counts to three, reporting each step.
+#[tool]
+async fn count(ctx: Ctx) -> String {
+    for step in 1..=3_u8 {
+        ctx.progress(f64::from(step), Some(3.0), Some("counting"));
+    }
+    ctx.log(LogLevel::Info, "counted");
+    format!("counted; someone listening: {}", ctx.has_updates())
+}
+
+#[tokio::test]
+async fn a_tools_updates_are_events_between_its_start_and_finish() {
+    let model = || {
+        ScriptedModel::new([
+            calls(vec![call("count", json!({}), "c1")]),
+            CompletionResponse::text("done"),
+        ])
+    };
+    let agent = Agent::builder(model()).tool(Count).build().unwrap();
+    let events = collect_events(&agent, "go").await;
+    let kinds = kinds(&events);
+    let start = kinds.iter().position(|k| k == "start count").unwrap();
+    let finish = kinds
+        .iter()
+        .position(|k| k == "finish count false")
+        .unwrap();
+    let updates: Vec<&ToolUpdate> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolUpdate {
+                name,
+                call_id,
+                update,
+            } => {
+                assert_eq!((name.as_str(), call_id.as_deref()), ("count", Some("c1")));
+                Some(update)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates.len(), 4, "{kinds:?}");
+    assert_eq!(
+        updates[2],
+        &ToolUpdate::Progress {
+            progress: 3.0,
+            total: Some(3.0),
+            message: Some("counting".into())
+        }
+    );
+    assert_eq!(
+        updates[3],
+        &ToolUpdate::Log {
+            level: LogLevel::Info,
+            message: "counted".into()
+        }
+    );
+    let positions: Vec<usize> = kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.starts_with("ToolUpdate"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(
+        positions.iter().all(|&i| start < i && i < finish),
+        "{kinds:?}"
+    );
+    // A run no one watches gives its tools no one to report to.
+    let agent = Agent::builder(model()).tool(Count).build().unwrap();
+    let state = agent.run("go").await.unwrap();
+    let result = state
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(result.text(), "counted; someone listening: false");
 }

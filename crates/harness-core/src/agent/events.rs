@@ -44,6 +44,19 @@ pub enum AgentEvent {
         /// The model's id for the call.
         call_id: Option<String>,
     },
+    /// A running tool reported progress or a log message ([`Ctx::progress`],
+    /// [`Ctx::log`]), between its `ToolStarted` and its `ToolFinished`.
+    ///
+    /// [`Ctx::progress`]: crate::Ctx::progress
+    /// [`Ctx::log`]: crate::Ctx::log
+    ToolUpdate {
+        /// The tool's name.
+        name: String,
+        /// The model's id for the call.
+        call_id: Option<String>,
+        /// What it reported.
+        update: crate::ToolUpdate,
+    },
     /// The run is over; the state is its result.
     Finished(Box<AgentState>),
 }

@@ -439,12 +439,16 @@ impl AgentInner {
                     started(call);
                 }
                 events.deliver().await;
-                let raw = join_all(runs.iter().map(|(_, call, gate)| {
+                let ctxs: Vec<Ctx> = runs
+                    .iter()
+                    .map(|(_, call, _)| events.tool_ctx(&ctx, call))
+                    .collect();
+                let raw = join_all(runs.iter().zip(&ctxs).map(|((_, call, gate), ctx)| {
                     self.tools.call_content_with(
                         &call.name,
                         call.id.as_deref(),
                         call.arguments_value(),
-                        &ctx,
+                        ctx,
                         *gate,
                     )
                 }))
@@ -465,7 +469,7 @@ impl AgentInner {
                             &call.name,
                             call.id.as_deref(),
                             call.arguments_value(),
-                            &ctx,
+                            &events.tool_ctx(&ctx, call),
                             *gate,
                         )
                         .await;

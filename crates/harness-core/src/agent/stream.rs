@@ -10,6 +10,8 @@ use super::{AgentEvent, AgentInner, RunInput, ToolMode};
 use crate::channel::{Emitter, channel_stream};
 use crate::error::Result;
 use crate::llm::BoxStream;
+use crate::message::ToolCall;
+use crate::tool::Ctx;
 
 /// Where the loop reports events: nowhere for `run`, a channel for the streams.
 pub(crate) struct Events<'a> {
@@ -35,6 +37,22 @@ impl<'a> Events<'a> {
         if let Some(sink) = self.sink {
             sink.emit(Ok(event()));
         }
+    }
+
+    /// `ctx` for one tool call: when someone watches, the tool's [`ToolUpdate`](crate::ToolUpdate)s reach them
+    /// as [`AgentEvent::ToolUpdate`], tagged with the call.
+    pub(crate) fn tool_ctx(&self, ctx: &Ctx, call: &ToolCall) -> Ctx {
+        let Some(sink) = self.sink else {
+            return ctx.clone();
+        };
+        let (sink, name, call_id) = (sink.clone(), call.name.clone(), call.id.clone());
+        ctx.clone().with_updates(move |update| {
+            sink.emit(Ok(AgentEvent::ToolUpdate {
+                name: name.clone(),
+                call_id: call_id.clone(),
+                update,
+            }));
+        })
     }
 
     /// Lets the watcher take the events sent so far before the run goes on, so a tool's

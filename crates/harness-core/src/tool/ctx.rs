@@ -26,6 +26,74 @@ use crate::message::Message;
 pub struct Ctx {
     deps: Option<Deps>,
     messages: Arc<Vec<Message>>,
+    updates: Option<Arc<Updates>>,
+}
+
+/// Where a tool's [`ToolUpdate`]s go: the run's event stream, an MCP client.
+type Updates = dyn Fn(ToolUpdate) + Send + Sync;
+
+/// What a running tool reports before it returns: how far along it is, or a log message.
+/// Sent with [`Ctx::progress`] and [`Ctx::log`]; a run that is watched hands each on as
+/// [`AgentEvent::ToolUpdate`](crate::agent::AgentEvent::ToolUpdate), a toolbox served over MCP
+/// as the protocol's progress and log notifications. With no one listening they go nowhere.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolUpdate {
+    /// Progress: `progress` of `total` (when known), with what it is doing.
+    Progress {
+        /// How far along; grows with each update.
+        progress: f64,
+        /// Where it will end, when known.
+        total: Option<f64>,
+        /// What it is doing, if it says.
+        message: Option<String>,
+    },
+    /// A log message.
+    Log {
+        /// How much it matters.
+        level: LogLevel,
+        /// What it says.
+        message: String,
+    },
+}
+
+/// The severity of a [`ToolUpdate::Log`], MCP's eight levels (RFC 5424's), least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// Detail for debugging.
+    Debug,
+    /// Ordinary information.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A component failed badly.
+    Critical,
+    /// Action is needed at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// The wire name: `debug`, `info`, `notice`, `warning`, `error`, `critical`, `alert`,
+    /// `emergency`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
 }
 
 /// A run's dependencies, type-erased so one agent serves runs with any.
@@ -53,6 +121,61 @@ impl Ctx {
     pub fn with_messages(mut self, messages: Vec<Message>) -> Self {
         self.messages = Arc::new(messages);
         self
+    }
+
+    /// Sends the tool's [`ToolUpdate`]s to `updates`: what a runtime that listens sets (the
+    /// agent loop for a watched run, an MCP server for a call with a progress token).
+    pub fn with_updates(mut self, updates: impl Fn(ToolUpdate) + Send + Sync + 'static) -> Self {
+        self.updates = Some(Arc::new(updates));
+        self
+    }
+
+    /// Reports `update` to whoever listens; nothing happens when no one does.
+    pub fn report(&self, update: ToolUpdate) {
+        if let Some(updates) = &self.updates {
+            updates(update);
+        }
+    }
+
+    /// Reports progress: `progress` of `total` (when known), with an optional message.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use harness_core::{Ctx, ToolUpdate};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&seen);
+    /// let ctx = Ctx::new().with_updates(move |u| sink.lock().unwrap().push(u));
+    /// ctx.progress(1.0, Some(4.0), Some("reading"));
+    /// assert_eq!(
+    ///     seen.lock().unwrap()[0],
+    ///     ToolUpdate::Progress { progress: 1.0, total: Some(4.0), message: Some("reading".into()) }
+    /// );
+    /// Ctx::new().progress(1.0, None, None); // no one listens: nothing happens
+    /// ```
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if self.updates.is_some() {
+            self.report(ToolUpdate::Progress {
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
+    }
+
+    /// Reports a log message of `level`.
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        if self.updates.is_some() {
+            self.report(ToolUpdate::Log {
+                level,
+                message: message.into(),
+            });
+        }
+    }
+
+    /// True when someone listens to [`ToolUpdate`]s.
+    pub fn has_updates(&self) -> bool {
+        self.updates.is_some()
     }
 
     /// Shares the run's transcript without copying it.

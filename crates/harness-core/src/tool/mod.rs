@@ -14,8 +14,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use ctx::Ctx;
 pub(crate) use ctx::Deps;
+pub use ctx::{Ctx, LogLevel, ToolUpdate};
 pub use schema::ParametersBuilder;
 pub(crate) use schema::object_schema_for;
 pub(crate) use toolbox::Gate;
