@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness_core::agent::Agent;
+use harness_core::agent::{Agent, AgentEvent};
 use harness_core::testing::{FunctionModel, ScriptedModel};
-use harness_core::{CompletionResponse, Ctx, Request, Role, ToolCall, Toolbox};
+use harness_core::{CompletionResponse, Ctx, Request, Role, ToolCall, ToolUpdate, Toolbox};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
     McpNotification, McpServer, Sampling, SamplingRequest, Transport,
@@ -286,6 +286,7 @@ impl FakeServer {
                 tool(&format!("{}.{}", "x".repeat(70), "two")),
                 tool("never"),
                 tool("media"),
+                tool("notify"),
             ]}),
         };
         self.reply(id, page);
@@ -966,6 +967,53 @@ async fn notifications_reach_the_callback_with_the_servers_name() {
         wrong.to_string().contains("unknown MCP log level \"loud\""),
         "{wrong}"
     );
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_servers_progress_on_a_call_reaches_the_watched_run() {
+    use futures_util::StreamExt as _;
+    let server = fake("tools").with_requires_approval(false);
+    let model = ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![ToolCall::new("notify", json!({})).with_id("n1")]),
+        CompletionResponse::text("done"),
+    ]);
+    let agent = Agent::builder(model)
+        .tools(server.tools().await.unwrap())
+        .build()
+        .unwrap();
+    let events: Vec<AgentEvent> = agent
+        .stream_events("go")
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let updates: Vec<&ToolUpdate> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolUpdate {
+                name,
+                call_id,
+                update,
+            } => {
+                assert_eq!((name.as_str(), call_id.as_deref()), ("notify", Some("n1")));
+                Some(update)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        updates,
+        [&ToolUpdate::Progress {
+            progress: 1.0,
+            total: Some(2.0),
+            message: Some("halfway".into())
+        }]
+    );
+    // Read at the transport, in order: before the call's answer, so before its finish.
+    let position = |wanted: fn(&AgentEvent) -> bool| events.iter().position(wanted).unwrap();
+    let update = position(|e| matches!(e, AgentEvent::ToolUpdate { .. }));
+    let finish = position(|e| matches!(e, AgentEvent::ToolFinished { .. }));
+    assert!(update < finish, "{events:?}");
     server.close().await.unwrap();
 }
 

@@ -36,6 +36,7 @@ use serde_json::Value;
 use super::adapter::Adapter;
 use super::elicitation::{self, Elicitor};
 use super::notifications::{self, McpNotification, Notify};
+use super::progress::{ProgressRoutes, RouteProgress};
 use super::sampling::Sampling;
 use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
@@ -63,6 +64,8 @@ pub(crate) struct Offers {
     pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
     pub(crate) sampling: RwLock<Option<Sampling>>,
     pub(crate) notify: RwLock<Option<Arc<Notify>>>,
+    /// The tool calls in flight whose progress goes to a run.
+    pub(crate) progress: Arc<ProgressRoutes>,
 }
 
 impl Offers {
@@ -423,7 +426,10 @@ async fn handshake<T>(
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
-    let transport = SkipStrays::new(transport);
+    let transport = SkipStrays::new(RouteProgress::new(
+        transport,
+        Arc::clone(&handler.offers.progress),
+    ));
     match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
         Err(_) => Err(McpError::timeout(label, "initialize", timeout)),
         Ok(Err(e)) => Err(McpError::from_initialize(e, label)),

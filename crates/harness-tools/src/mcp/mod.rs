@@ -14,6 +14,7 @@ mod elicitation;
 mod error;
 mod names;
 mod notifications;
+mod progress;
 mod sampling;
 mod strays;
 
@@ -387,12 +388,33 @@ impl McpServer {
         method: &str,
         timeout: Duration,
     ) -> Result<ServerResult, McpError> {
+        self.request_reporting(request, method, timeout, None).await
+    }
+
+    /// [`request`](Self::request), the server's progress on it reported to `ctx` (a tool
+    /// call's, so a watched run sees it as [`harness_core::ToolUpdate`]s).
+    async fn request_reporting(
+        &self,
+        request: ClientRequest,
+        method: &str,
+        timeout: Duration,
+        ctx: Option<&Ctx>,
+    ) -> Result<ServerResult, McpError> {
         let connection = self.connection(timeout).await?;
         let peer = &connection.peer;
+        let offers = &self.shared.offers;
         let exchange = async {
-            let handle = peer
-                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
-                .await?;
+            let mut options = PeerRequestOptions::with_timeout(timeout);
+            // Kept until the answer is in (or the wait is dropped).
+            let _route = match ctx.filter(|ctx| ctx.has_updates()) {
+                Some(ctx) => {
+                    let (meta, route) = offers.progress.register(ctx.clone());
+                    options.meta = Some(meta);
+                    Some(route)
+                }
+                None => None,
+            };
+            let handle = peer.send_request_with_option(request, options).await?;
             let guard = CancelOnDrop {
                 peer: Some(peer.clone()),
                 id: handle.id.clone(),
@@ -565,6 +587,17 @@ impl McpServer {
         arguments: Value,
         timeout: Duration,
     ) -> Result<McpCallResult, McpError> {
+        self.call_reporting(name, arguments, timeout, None).await
+    }
+
+    /// A tool call whose progress reaches `ctx`.
+    async fn call_reporting(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        ctx: Option<&Ctx>,
+    ) -> Result<McpCallResult, McpError> {
         let arguments = match arguments {
             Value::Null => serde_json::Map::new(),
             Value::Object(map) => map,
@@ -576,7 +609,10 @@ impl McpServer {
         };
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, "tools/call", timeout).await? {
+        match self
+            .request_reporting(request, "tools/call", timeout, ctx)
+            .await?
+        {
             ServerResult::CallToolResult(result) => Ok(McpCallResult::from_rmcp(result)),
             ServerResult::CustomResult(result) => Ok(McpCallResult::from_json(&result.0)),
             ServerResult::EmptyResult(_) => Ok(McpCallResult::from_json(&json!({}))),
@@ -701,11 +737,9 @@ impl Tool for RemoteTool {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
-        self.server
-            .call(&self.server_name, arguments)
-            .await
-            .map_err(ToolError::from)
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError> {
+        let result = self.reporting(arguments, &ctx).await?;
+        Ok(succeeded(&self.server_name, &result)?)
     }
 
     /// The text (images named in it where they stood) followed by the images themselves,
@@ -713,12 +747,9 @@ impl Tool for RemoteTool {
     async fn call_content(
         &self,
         arguments: Value,
-        _ctx: Ctx,
+        ctx: Ctx,
     ) -> Result<harness_core::Content, ToolError> {
-        let result = self
-            .server
-            .call_content(&self.server_name, arguments)
-            .await?;
+        let result = self.reporting(arguments, &ctx).await?;
         let text = succeeded(&self.server_name, &result)?;
         let images = result.images();
         if images.is_empty() {
@@ -727,6 +758,16 @@ impl Tool for RemoteTool {
         let mut blocks = vec![harness_core::Block::text(text)];
         blocks.extend(images.into_iter().cloned().map(harness_core::Block::Image));
         Ok(harness_core::Content::Blocks(blocks))
+    }
+}
+
+impl RemoteTool {
+    /// The call, the server's progress on it reported to `ctx`.
+    async fn reporting(&self, arguments: Value, ctx: &Ctx) -> Result<McpCallResult, McpError> {
+        let server = &self.server;
+        server
+            .call_reporting(&self.server_name, arguments, server.timeout, Some(ctx))
+            .await
     }
 }
 
