@@ -8,7 +8,8 @@
 //! | --- | --- | --- |
 //! | [`harness_core`] | the agent loop, messages, content blocks, [`Llm`], [`Tool`](agent::Tool), [`Toolbox`], [`Ctx`], [`tool`](macro@tool), test models | always |
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
-//! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, Tavily search | `tools` (default) |
+//! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, the MCP client, Tavily search | `tools` (default) |
+//! | [`harness_tools`] | `McpToolServer`: a toolbox served over MCP (stdio, streamable HTTP) | `mcp-server` |
 //! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
 //! | [`harness_graph`] | [`Graph`], [`Executor`], `#[derive(GraphState)]`, reducers, `diagram()` | `graph` (default) |
 //! | [`harness_prebuilt`] | [`DeepResearch`](prebuilt::DeepResearch), its result and typed events | `prebuilt` (default) |
@@ -163,6 +164,8 @@ pub mod prebuilt {
 /// `ToolName` for rules, MCP servers' tools, web search.
 pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
+    #[cfg(feature = "mcp-server")]
+    pub use harness_tools::mcp::McpToolServer;
     #[cfg(feature = "tools")]
     pub use harness_tools::mcp::{McpServer, McpTool, Transport};
     #[cfg(feature = "tools")]

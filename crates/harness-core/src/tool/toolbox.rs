@@ -219,6 +219,21 @@ impl Toolbox {
         self.call_with(name, arguments, ctx, Gate::Declared).await
     }
 
+    /// As [`Toolbox::call_with_ctx`], keeping everything the tool returned: its images and
+    /// documents beside the text (what a toolbox served over MCP hands back).
+    ///
+    /// # Errors
+    /// As [`Toolbox::call`].
+    pub async fn call_content_with_ctx(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: &Ctx,
+    ) -> Result<Content, ToolError> {
+        self.call_content_with(name, None, arguments, ctx, Gate::Declared)
+            .await
+    }
+
     /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`; the text of
     /// what it returns.
     ///

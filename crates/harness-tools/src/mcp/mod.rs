@@ -16,6 +16,8 @@ mod names;
 mod notifications;
 mod progress;
 mod sampling;
+#[cfg(feature = "mcp-server")]
+mod serve;
 mod strays;
 
 use std::collections::{HashMap, HashSet};
@@ -45,6 +47,8 @@ pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, 
 pub use error::{McpError, McpErrorKind};
 pub use notifications::McpNotification;
 pub use sampling::{Sampling, SamplingRequest};
+#[cfg(feature = "mcp-server")]
+pub use serve::McpToolServer;
 
 /// The protocol version asked for.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
