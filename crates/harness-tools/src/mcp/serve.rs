@@ -95,14 +95,8 @@ impl McpToolServer {
     /// # Errors
     /// [`McpError`] when the handshake fails.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        let running = rmcp::serve_server(self.handler(), rmcp::transport::stdio())
-            .await
-            .map_err(|e| McpError::protocol(format!("the MCP handshake failed: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| McpError::protocol(format!("the MCP server stopped: {e}")))?;
-        Ok(())
+        let (read, write) = rmcp::transport::stdio();
+        self.serve_io(read, write).await
     }
 
     /// Serves one client over a pair of byte streams (a socket, a pipe, an in-memory
