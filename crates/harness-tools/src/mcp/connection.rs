@@ -57,6 +57,9 @@ pub(crate) struct Offers {
     pub(crate) roots: RwLock<Vec<PathBuf>>,
     pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
     pub(crate) sampling: RwLock<Option<Sampling>>,
+    /// How an HTTP server is authorized (OAuth), when it is.
+    #[cfg(feature = "mcp-auth")]
+    pub(crate) oauth: RwLock<Option<super::auth::OAuth>>,
 }
 
 /// The client's side of server requests: `ping` (rmcp's default answer), `roots/list`,
@@ -211,6 +214,8 @@ impl Connection {
         label: &str,
         timeout: Duration,
     ) -> Result<Self, McpError> {
+        #[cfg(feature = "mcp-auth")]
+        let oauth = offers.oauth.read().ok().and_then(|o| o.clone());
         let handler = Handler::new(offers, label);
         let (running, process, custom) = match connector {
             Connector::Stdio(command) => {
@@ -230,12 +235,31 @@ impl Connection {
                     })?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                (
-                    handshake(handler, transport, label, timeout).await?,
-                    None,
-                    None,
-                )
+                #[cfg(feature = "mcp-auth")]
+                if let Some(oauth) = oauth {
+                    let transport = StreamableHttpClientTransport::with_client(
+                        oauth.client(client, url),
+                        config,
+                    );
+                    let running = handshake(handler, transport, label, timeout).await?;
+                    (running, None, None)
+                } else {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    (
+                        handshake(handler, transport, label, timeout).await?,
+                        None,
+                        None,
+                    )
+                }
+                #[cfg(not(feature = "mcp-auth"))]
+                {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    (
+                        handshake(handler, transport, label, timeout).await?,
+                        None,
+                        None,
+                    )
+                }
             }
             Connector::Custom(inner) => {
                 let transport = Adapter::new(Arc::clone(inner));

@@ -1,0 +1,70 @@
+//! An OAuth-protected MCP server over streamable HTTP, signed in to with the loopback
+//! redirect flow: the program prints an authorization URL, you open it in a browser and sign
+//! in, the browser comes back to a listener on 127.0.0.1, and the server's tools are listed.
+//!
+//! ```text
+//! cargo run -p deepharness-examples --example mcp_oauth -- <server url>
+//! ```
+//!
+//! Servers to try it on:
+//!
+//! - The Python SDK's auth example (`pip install mcp`; from the SDK's repository,
+//!   `examples/servers/simple-auth`: start its authorization server, then its resource server
+//!   with `--transport streamable-http`), then run this with
+//!   `http://127.0.0.1:8001/mcp`: the browser shows its demo login page.
+//! - Any remote MCP server that asks for OAuth and allows dynamic client registration.
+//!
+//! Run without a server (nothing listening at the URL, default `http://127.0.0.1:8001/mcp`),
+//! it says it cannot reach the server and exits with status 1.
+//!
+//! The conformance suite's auth servers (`cargo xtask conformance`) redirect back without a
+//! login page; `examples/mcp_conformance_client.rs` signs in to them with
+//! `Redirect::follow_headless()` instead of a browser.
+
+use std::time::Duration;
+
+use deepharness::tools::mcp::McpServer;
+use deepharness::tools::mcp::auth::{OAuth, Redirect};
+
+#[tokio::main]
+async fn main() {
+    let url = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "http://127.0.0.1:8001/mcp".to_owned());
+    let oauth = OAuth::new()
+        .with_client_name("deepharness mcp_oauth example")
+        .with_redirect(Redirect::loopback().on_url(|url| {
+            println!("Open this URL in a browser and sign in:\n\n  {url}\n");
+            println!("(waiting for the browser to come back to 127.0.0.1...)");
+        }));
+    // The sign-in happens inside the first request: give it time for a person.
+    let server = match McpServer::http(url.as_str(), &[]) {
+        Ok(server) => server
+            .with_oauth(oauth)
+            .with_timeout(Duration::from_secs(300)),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    match server.list_tools().await {
+        Ok(tools) => {
+            println!("Signed in to {url}; its tools:");
+            for tool in tools {
+                println!("- {}: {}", tool.name, tool.description);
+            }
+        }
+        Err(e) if e.is_authorization() => {
+            eprintln!("Could not sign in: {e}");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!(
+                "Cannot use the MCP server at {url}: {e}\n(start an OAuth-protected server \
+                 there first; see the comment at the top of examples/mcp_oauth.rs)"
+            );
+            std::process::exit(1);
+        }
+    }
+    let _ = server.close().await;
+}
