@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use deepharness::tools::mcp::auth::{OAuth, Redirect};
+use deepharness::tools::mcp::auth::{JwtAlgorithm, OAuth, Redirect};
 use deepharness::tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpError, McpServer,
 };
@@ -38,6 +38,12 @@ fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
     Ok(Some(match name {
         "client-credentials-basic" => {
             OAuth::client_credentials(field("client_id")?, field("client_secret")?)
+        }
+        "client-credentials-jwt" => {
+            let algorithm = field("signing_algorithm")?;
+            let algorithm = JwtAlgorithm::from_name(&algorithm)
+                .ok_or_else(|| McpError::new(format!("unknown JWT algorithm {algorithm}")))?;
+            OAuth::client_credentials_jwt(field("client_id")?, field("private_key_pem")?, algorithm)
         }
         "pre-registration" => headless
             .with_client_id(field("client_id")?)

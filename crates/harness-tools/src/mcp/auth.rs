@@ -1013,6 +1013,36 @@ fn failed_with(step: &str, error: &McpError) -> AuthError {
     AuthError::AuthorizationFailed(format!("{step}: {}", error.message()))
 }
 
+/// The client credentials exchange.
+#[cfg(not(feature = "mcp-auth-jwt"))]
+async fn exchange(
+    manager: AuthorizationManager,
+    config: ClientCredentialsConfig,
+) -> Result<AuthorizationManager, AuthError> {
+    manager.exchange_client_credentials(&config).await?;
+    Ok(manager)
+}
+
+/// The client credentials exchange, on a blocking thread of the runtime: with rmcp's
+/// `auth-client-credentials-jwt`, its future holds a form serializer that is not `Send`
+/// across an await, and the transport's futures must be `Send`.
+#[cfg(feature = "mcp-auth-jwt")]
+async fn exchange(
+    manager: AuthorizationManager,
+    config: ClientCredentialsConfig,
+) -> Result<AuthorizationManager, AuthError> {
+    let runtime = tokio::runtime::Handle::current();
+    let (manager, result) = tokio::task::spawn_blocking(move || {
+        runtime.block_on(async move {
+            let result = manager.exchange_client_credentials(&config).await;
+            (manager, result)
+        })
+    })
+    .await
+    .map_err(|e| AuthError::InternalError(format!("the token request stopped: {e}")))?;
+    result.map(|_| manager)
+}
+
 /// The 2025-03-26 discovery, kept for servers of that version whose metadata's `issuer` is
 /// not the URL it was fetched under: the authorization-server metadata at the root of the MCP
 /// server's own origin, used only when its issuer and its endpoints are on that origin too.
@@ -1140,19 +1170,19 @@ impl OAuth {
 
     async fn exchange_client_credentials(
         &self,
-        mut manager: AuthorizationManager,
+        manager: AuthorizationManager,
         config: &ClientCredentialsConfig,
         session: &mut Option<AuthorizationManager>,
     ) -> Result<String, AuthError> {
         let step = "the client credentials grant";
+        let mut manager = manager;
         manager
             .validate_client_credentials_metadata(config)
             .map_err(|e| failed(step, &e))?;
         manager
             .configure_client_credentials(config)
             .map_err(|e| failed(step, &e))?;
-        manager
-            .exchange_client_credentials(config)
+        let manager = exchange(manager, config.clone())
             .await
             .map_err(|e| failed(step, &e))?;
         let token = manager
