@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use deepharness::tools::mcp::auth::{JwtAlgorithm, OAuth, Redirect};
+use deepharness::tools::mcp::auth::{EnterpriseIdp, JwtAlgorithm, OAuth, Redirect};
 use deepharness::tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpError, McpServer,
 };
@@ -45,6 +45,16 @@ fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
                 .ok_or_else(|| McpError::new(format!("unknown JWT algorithm {algorithm}")))?;
             OAuth::client_credentials_jwt(field("client_id")?, field("private_key_pem")?, algorithm)
         }
+        "cross-app-access-complete-flow" => OAuth::enterprise(
+            EnterpriseIdp::new(
+                field("idp_issuer")?,
+                field("idp_token_endpoint")?,
+                field("idp_client_id")?,
+                field("idp_id_token")?,
+            ),
+            field("client_id")?,
+            field("client_secret")?,
+        ),
         "pre-registration" => headless
             .with_client_id(field("client_id")?)
             .with_client_secret(field("client_secret")?),

@@ -85,6 +85,13 @@ enum Grant {
         client_id: String,
         client_secret: String,
     },
+    /// Enterprise-managed authorization (SEP-990): the enterprise IdP's ID token exchanged
+    /// for an ID-JAG, redeemed at the resource's authorization server.
+    Enterprise {
+        idp: EnterpriseIdp,
+        client_id: String,
+        client_secret: String,
+    },
     /// Client credentials with a signed JWT (`private_key_jwt`, RFC 7523).
     #[cfg(feature = "mcp-auth-jwt")]
     PrivateKeyJwt {
@@ -92,6 +99,55 @@ enum Grant {
         key_pem: Vec<u8>,
         algorithm: JwtAlgorithm,
     },
+}
+
+/// The enterprise identity provider of enterprise-managed authorization (SEP-990, "cross-app
+/// access"): the user's ID token from it is exchanged there (RFC 8693) for an identity
+/// assertion grant (ID-JAG), which the resource's authorization server redeems for an
+/// access token (RFC 7523 JWT bearer grant). No browser is involved.
+#[derive(Clone)]
+pub struct EnterpriseIdp {
+    issuer: String,
+    token_endpoint: String,
+    client_id: String,
+    client_secret: Option<String>,
+    id_token: String,
+}
+
+impl std::fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("issuer", &self.issuer)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EnterpriseIdp {
+    /// The IdP by its issuer and token endpoint (from its approved metadata), this client's
+    /// ID there, and the user's ID token it issued to this client.
+    pub fn new(
+        issuer: impl Into<String>,
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        id_token: impl Into<String>,
+    ) -> Self {
+        Self {
+            issuer: issuer.into(),
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+            id_token: id_token.into(),
+        }
+    }
+
+    /// The client's secret at the IdP (`client_secret_basic`); without it the client is
+    /// public there.
+    pub fn with_client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
 }
 
 /// How the client authenticates itself at the token endpoint. By default it follows the
@@ -197,6 +253,7 @@ impl std::fmt::Debug for OAuth {
         let grant = match &self.inner.grant {
             Grant::AuthorizationCode => "authorization_code",
             Grant::ClientSecret { .. } => "client_credentials (secret)",
+            Grant::Enterprise { .. } => "enterprise-managed (ID-JAG)",
             #[cfg(feature = "mcp-auth-jwt")]
             Grant::PrivateKeyJwt { .. } => "client_credentials (private_key_jwt)",
         };
@@ -259,6 +316,31 @@ impl OAuth {
         let (client_id, client_secret) = (client_id.into(), client_secret.into());
         Self::with_grant(
             Grant::ClientSecret {
+                client_id: client_id.clone(),
+                client_secret: client_secret.clone(),
+            },
+            Client::Registered {
+                client_id,
+                client_secret: Some(client_secret),
+            },
+        )
+    }
+
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from `idp` is
+    /// exchanged for an identity assertion grant, which the MCP server's authorization
+    /// server (found by discovery) redeems for an access token; this client is registered
+    /// there as `client_id` with `client_secret` (`client_secret_basic`, or
+    /// `client_secret_post` when that is all it offers). When the ID token runs out, make
+    /// a new `OAuth` with a fresh one.
+    pub fn enterprise(
+        idp: EnterpriseIdp,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        let (client_id, client_secret) = (client_id.into(), client_secret.into());
+        Self::with_grant(
+            Grant::Enterprise {
+                idp,
                 client_id: client_id.clone(),
                 client_secret: client_secret.clone(),
             },
@@ -1123,6 +1205,7 @@ impl OAuth {
                 serde_json::json!([name]),
             );
         }
+        let discovered = metadata.clone();
         manager.set_metadata(metadata);
         match &self.inner.grant {
             Grant::ClientSecret {
@@ -1154,6 +1237,22 @@ impl OAuth {
                 };
                 self.exchange_client_credentials(manager, &config, session)
                     .await
+            }
+            Grant::Enterprise {
+                idp,
+                client_id,
+                client_secret,
+            } => {
+                self.enterprise_exchange(
+                    manager,
+                    &discovered,
+                    url,
+                    idp,
+                    client_id,
+                    client_secret,
+                    session,
+                )
+                .await
             }
             Grant::AuthorizationCode => {
                 if stored_first
@@ -1191,6 +1290,89 @@ impl OAuth {
             .map_err(|e| failed(step, &e))?;
         *session = Some(manager);
         Ok(token)
+    }
+
+    /// SEP-990: ID token → ID-JAG at the IdP → access token at the resource's
+    /// authorization server; the token kept in the store like any other.
+    async fn enterprise_exchange(
+        &self,
+        manager: AuthorizationManager,
+        metadata: &AuthorizationMetadata,
+        url: &str,
+        idp: &EnterpriseIdp,
+        client_id: &str,
+        client_secret: &str,
+        session: &mut Option<AuthorizationManager>,
+    ) -> Result<String, AuthError> {
+        use rmcp::transport::auth::enterprise::{
+            EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+        };
+        let step = "the enterprise-managed token exchange";
+        let (issuer, token_endpoint, post_only) = {
+            let methods = metadata
+                .additional_fields
+                .get("token_endpoint_auth_methods_supported")
+                .and_then(serde_json::Value::as_array)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            let post_only = methods.contains(&"client_secret_post")
+                && !methods.contains(&"client_secret_basic");
+            let issuer = metadata.issuer.clone().ok_or_else(|| {
+                AuthError::AuthorizationFailed(format!(
+                    "{step}: the authorization server's metadata has no issuer, which the \
+                     identity assertion must name"
+                ))
+            })?;
+            (issuer, metadata.token_endpoint.clone(), post_only)
+        };
+        let secret = oauth2::ClientSecret::new(client_secret.to_owned());
+        let resource_as = EmaAuthorizationServer::new(issuer, token_endpoint, client_id)
+            .with_client_authentication(if post_only {
+                EmaClientAuthentication::ClientSecretPost(secret)
+            } else {
+                EmaClientAuthentication::ClientSecretBasic(secret)
+            });
+        let mut idp_server =
+            EmaAuthorizationServer::new(&idp.issuer, &idp.token_endpoint, &idp.client_id);
+        if let Some(secret) = &idp.client_secret {
+            idp_server =
+                idp_server.with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+                    oauth2::ClientSecret::new(secret.clone()),
+                ));
+        }
+        let http = OAuthHttp::new().map_err(|e| failed_with(step, &e))?;
+        let granted =
+            EmaExchangeRequest::new_with_id_token(idp_server, resource_as, url, &idp.id_token)
+                .with_scopes(self.inner.scopes.clone())
+                .exchange(&http, &http)
+                .await
+                .map_err(|e| AuthError::AuthorizationFailed(format!("{step}: {e}")))?;
+        let mut response = rmcp::transport::auth::OAuthTokenResponse::new(
+            granted.access_token.clone(),
+            oauth2::basic::BasicTokenType::Bearer,
+            rmcp::transport::auth::VendorExtraTokenFields::default(),
+        );
+        response.set_expires_in(granted.expires_in.as_ref());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .ok();
+        let credentials = StoredCredentials::new(
+            client_id.to_owned(),
+            Some(response),
+            granted.scopes.iter().cloned().collect(),
+            now,
+        );
+        StoreAdapter(Arc::clone(&self.inner.store))
+            .save(credentials)
+            .await
+            .map_err(|e| failed(step, &e))?;
+        *session = Some(manager);
+        Ok(granted.access_token.secret().clone())
     }
 
     async fn authorization_code(
