@@ -6,6 +6,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -145,7 +146,7 @@ async fn send(socket: &mut TcpStream, status: &str, headers: &[(&str, String)], 
         body.len()
     );
     for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        let _ = write!(head, "{name}: {value}\r\n");
     }
     head.push_str("\r\n");
     let _ = socket.write_all(head.as_bytes()).await;
@@ -206,88 +207,94 @@ async fn handle(mut socket: TcpStream, state: Shared) {
             });
             send_json(&mut socket, "201 Created", &body).await;
         }
-        ("GET", "/authorize") => {
-            let query = request.query.clone();
-            let location = {
-                let mut auth = state.lock().unwrap();
-                auth.counter += 1;
-                let code = format!("code-{}", auth.counter);
-                let scopes: Vec<String> = query
-                    .get("scope")
-                    .map(|s| s.split_whitespace().map(str::to_owned).collect())
-                    .unwrap_or_default();
-                let challenge = query.get("code_challenge").cloned().unwrap_or_default();
-                auth.codes.insert(code.clone(), (challenge, scopes));
-                auth.authorizations.push(query.clone());
-                let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
-                back.query_pairs_mut()
-                    .append_pair("code", &code)
-                    .append_pair("state", &query["state"]);
-                back.to_string()
-            };
-            send(&mut socket, "302 Found", &[("location", location)], "").await;
-        }
-        ("POST", "/token") => {
-            let body = form(&String::from_utf8_lossy(&request.body));
-            let answer = {
-                let mut auth = state.lock().unwrap();
-                auth.token_requests.push(body.clone());
-                let scopes = match body.get("grant_type").map(String::as_str) {
-                    Some("authorization_code") => {
-                        let code = body.get("code").cloned().unwrap_or_default();
-                        match auth.codes.remove(&code) {
-                            Some((challenge, scopes))
-                                if body.get("code_verifier").map(|v| s256(v)).as_ref()
-                                    == Some(&challenge) =>
-                            {
-                                Some(scopes)
-                            }
-                            _ => None,
-                        }
-                    }
-                    Some("refresh_token") if !auth.refuse_refresh => body
-                        .get("refresh_token")
-                        .filter(|t| auth.refresh_tokens.contains(*t))
-                        .map(|_| Vec::new()),
-                    _ => None,
-                };
-                scopes.map(|scopes| {
-                    let withheld = auth.withheld.clone();
-                    let scopes: Vec<String> = scopes
-                        .into_iter()
-                        .filter(|s| !withheld.contains(s))
-                        .collect();
-                    auth.counter += 1;
-                    let token = format!("at-SECRET-{}", auth.counter);
-                    let refresh = format!("rt-SECRET-{}", auth.counter);
-                    auth.tokens.insert(token.clone(), scopes.clone());
-                    auth.refresh_tokens.insert(refresh.clone());
-                    auth.issued.push(token.clone());
-                    auth.issued.push(refresh.clone());
-                    json!({
-                        "access_token": token,
-                        "token_type": "Bearer",
-                        "expires_in": 3600,
-                        "refresh_token": refresh,
-                        "scope": scopes.join(" "),
-                    })
-                })
-            };
-            match answer {
-                Some(body) => send_json(&mut socket, "200 OK", &body).await,
-                None => {
-                    send_json(
-                        &mut socket,
-                        "400 Bad Request",
-                        &json!({"error": "invalid_grant"}),
-                    )
-                    .await;
-                }
-            }
-        }
+        ("GET", "/authorize") => authorize(&mut socket, &state, &request).await,
+        ("POST", "/token") => token(&mut socket, &state, &request).await,
         ("POST", "/mcp") => mcp(&mut socket, &state, &request, &origin).await,
         ("DELETE", "/mcp") => send(&mut socket, "200 OK", &[], "").await,
         _ => send(&mut socket, "404 Not Found", &[], "").await,
+    }
+}
+
+/// The authorization endpoint: a code at once, redirected back with the state.
+async fn authorize(socket: &mut TcpStream, state: &Shared, request: &HttpRequest) {
+    let query = request.query.clone();
+    let location = {
+        let mut auth = state.lock().unwrap();
+        auth.counter += 1;
+        let code = format!("code-{}", auth.counter);
+        let scopes: Vec<String> = query
+            .get("scope")
+            .map(|s| s.split_whitespace().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let challenge = query.get("code_challenge").cloned().unwrap_or_default();
+        auth.codes.insert(code.clone(), (challenge, scopes));
+        auth.authorizations.push(query.clone());
+        let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+        back.query_pairs_mut()
+            .append_pair("code", &code)
+            .append_pair("state", &query["state"]);
+        back.to_string()
+    };
+    send(socket, "302 Found", &[("location", location)], "").await;
+}
+
+/// The token endpoint: PKCE-checked codes and refresh tokens, for tokens it remembers.
+async fn token(socket: &mut TcpStream, state: &Shared, request: &HttpRequest) {
+    let body = form(&String::from_utf8_lossy(&request.body));
+    let answer = {
+        let mut auth = state.lock().unwrap();
+        auth.token_requests.push(body.clone());
+        let scopes = match body.get("grant_type").map(String::as_str) {
+            Some("authorization_code") => {
+                let code = body.get("code").cloned().unwrap_or_default();
+                match auth.codes.remove(&code) {
+                    Some((challenge, scopes))
+                        if body.get("code_verifier").map(|v| s256(v)).as_ref()
+                            == Some(&challenge) =>
+                    {
+                        Some(scopes)
+                    }
+                    _ => None,
+                }
+            }
+            Some("refresh_token") if !auth.refuse_refresh => body
+                .get("refresh_token")
+                .filter(|t| auth.refresh_tokens.contains(*t))
+                .map(|_| Vec::new()),
+            _ => None,
+        };
+        scopes.map(|scopes| {
+            let withheld = auth.withheld.clone();
+            let scopes: Vec<String> = scopes
+                .into_iter()
+                .filter(|s| !withheld.contains(s))
+                .collect();
+            auth.counter += 1;
+            let token = format!("at-SECRET-{}", auth.counter);
+            let refresh = format!("rt-SECRET-{}", auth.counter);
+            auth.tokens.insert(token.clone(), scopes.clone());
+            auth.refresh_tokens.insert(refresh.clone());
+            auth.issued.push(token.clone());
+            auth.issued.push(refresh.clone());
+            json!({
+                "access_token": token,
+                "token_type": "Bearer",
+                "expires_in": 3600,
+                "refresh_token": refresh,
+                "scope": scopes.join(" "),
+            })
+        })
+    };
+    match answer {
+        Some(body) => send_json(socket, "200 OK", &body).await,
+        None => {
+            send_json(
+                socket,
+                "400 Bad Request",
+                &json!({"error": "invalid_grant"}),
+            )
+            .await;
+        }
     }
 }
 
@@ -306,7 +313,7 @@ async fn mcp(socket: &mut TcpStream, state: &Shared, request: &HttpRequest, orig
              scope=\"{scope}\""
         );
         if let Some(error) = error {
-            value.push_str(&format!(", error=\"{error}\""));
+            let _ = write!(value, ", error=\"{error}\"");
         }
         value
     };
@@ -507,14 +514,15 @@ async fn step_up_stops_at_its_limit_and_the_token_stays_out_of_the_error() {
     let error = mcp.call("echo", json!({})).await.unwrap_err();
     assert!(error.is_authorization(), "{error:?}");
     assert!(error.message().contains("step-up"), "{error}");
-    let auth = state.lock().unwrap();
-    // The first sign-in, then the default two step-ups for this call.
-    assert_eq!(auth.authorizations.len(), 3);
-    for secret in &auth.issued {
-        assert!(!error.message().contains(secret.as_str()), "{error}");
-        assert!(!format!("{error:?}").contains(secret.as_str()));
+    {
+        let auth = state.lock().unwrap();
+        // The first sign-in, then the default two step-ups for this call.
+        assert_eq!(auth.authorizations.len(), 3);
+        for secret in &auth.issued {
+            assert!(!error.message().contains(secret.as_str()), "{error}");
+            assert!(!format!("{error:?}").contains(secret.as_str()));
+        }
     }
-    drop(auth);
 
     // With the limit at 0, a 403 is an error at once.
     let (url, state) = servers(|auth| auth.call_needs = vec!["mcp:write".to_owned()]).await;

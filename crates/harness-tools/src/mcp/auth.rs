@@ -1248,8 +1248,7 @@ impl OAuth {
                     &discovered,
                     url,
                     idp,
-                    client_id,
-                    client_secret,
+                    (client_id, client_secret),
                     session,
                 )
                 .await
@@ -1300,8 +1299,7 @@ impl OAuth {
         metadata: &AuthorizationMetadata,
         url: &str,
         idp: &EnterpriseIdp,
-        client_id: &str,
-        client_secret: &str,
+        (client_id, client_secret): (&str, &str),
         session: &mut Option<AuthorizationManager>,
     ) -> Result<String, AuthError> {
         use rmcp::transport::auth::enterprise::{
@@ -1444,8 +1442,8 @@ impl OAuth {
         };
         match manager.get_access_token().await {
             Ok(token) => Ok(Some(token)),
-            Err(AuthError::AuthorizationRequired) => Ok(None),
-            // A refresh that failed: the server's 401 will start a new authorization.
+            // None held, or a refresh that failed: the server's 401 starts a new
+            // authorization.
             Err(_) => Ok(None),
         }
     }
@@ -1465,12 +1463,12 @@ impl OAuth {
             {
                 return Ok(token);
             }
-            if sent.is_some() && manager.refresh_token().await.is_ok() {
-                if let Ok(token) = manager.get_access_token().await
-                    && Some(token.as_str()) != sent
-                {
-                    return Ok(token);
-                }
+            if sent.is_some()
+                && manager.refresh_token().await.is_ok()
+                && let Ok(token) = manager.get_access_token().await
+                && Some(token.as_str()) != sent
+            {
+                return Ok(token);
             }
             if matches!(self.inner.grant, Grant::AuthorizationCode) {
                 let _ = self.inner.store.clear().await;

@@ -314,8 +314,7 @@ fn authorization_failure(error: &(dyn StdError + 'static), server: &str) -> Opti
             return Some(McpError::with_kind(
                 McpErrorKind::Authorization,
                 format!(
-                    "MCP server `{server}` requires authorization (HTTP 401){}",
-                    AUTHORIZATION_HINT
+                    "MCP server `{server}` requires authorization (HTTP 401){AUTHORIZATION_HINT}"
                 ),
             ));
         }
@@ -323,8 +322,8 @@ fn authorization_failure(error: &(dyn StdError + 'static), server: &str) -> Opti
             return Some(McpError::with_kind(
                 McpErrorKind::Authorization,
                 format!(
-                    "MCP server `{server}` refused the token as of insufficient scope (HTTP 403){}",
-                    AUTHORIZATION_HINT
+                    "MCP server `{server}` refused the token as of insufficient scope (HTTP \
+                     403){AUTHORIZATION_HINT}"
                 ),
             ));
         }
