@@ -17,9 +17,19 @@
 //! Run without a server (nothing listening at the URL, default `http://127.0.0.1:8001/mcp`),
 //! it says it cannot reach the server and exits with status 1.
 //!
-//! The conformance suite's auth servers (`cargo xtask conformance`) redirect back without a
-//! login page; `examples/mcp_conformance_client.rs` signs in to them with
-//! `Redirect::follow_headless()` instead of a browser.
+//! - The MCP conformance suite's auth servers (installed by `cargo xtask conformance`): they
+//!   redirect back without a login page, so `curl -sL` on the printed URL plays the browser.
+//!   Run a scenario with this example as the client through a small wrapper script that
+//!   starts it with the URL the suite passes (its last argument) and curls the printed
+//!   authorization URL:
+//!
+//!   ```text
+//!   node target/peers/conf/node_modules/@modelcontextprotocol/conformance/dist/index.js \
+//!       client --command ./wrapper.sh --scenario auth/metadata-default
+//!   ```
+//!
+//!   (`examples/mcp_conformance_client.rs` signs in to them with `Redirect::follow_headless()`
+//!   instead.)
 
 use std::time::Duration;
 
