@@ -584,3 +584,33 @@ async fn the_loopback_redirect_gets_the_code_from_the_browser() {
         "{redirect_uri}"
     );
 }
+
+#[tokio::test]
+async fn stored_tokens_spare_a_new_client_the_sign_in_until_they_are_refused() {
+    let (url, state) = servers(|_| {}).await;
+    let store = CountingStore::default();
+    let first = server(&url, headless().with_token_store(store.clone()));
+    first.list_tools().await.unwrap();
+    first.close().await.unwrap();
+
+    // A new client (a new run of the program) with the same store: no registration, no
+    // sign-in.
+    let second = server(&url, headless().with_token_store(store.clone()));
+    assert_eq!(second.call("echo", json!({})).await.unwrap(), "ok");
+    {
+        let auth = state.lock().unwrap();
+        assert_eq!(auth.authorizations.len(), 1);
+        assert_eq!(auth.count("POST /register"), 1);
+    }
+    second.close().await.unwrap();
+
+    // The stored tokens revoked and their refresh refused: the next client signs in afresh.
+    {
+        let mut auth = state.lock().unwrap();
+        auth.tokens.clear();
+        auth.refuse_refresh = true;
+    }
+    let third = server(&url, headless().with_token_store(store));
+    assert_eq!(third.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(state.lock().unwrap().authorizations.len(), 2);
+}

@@ -1567,12 +1567,14 @@ impl AuthorizedClient {
         Fut: Future<Output = HttpResult<T>>,
     {
         let mut token = self.oauth.current_token().await?;
-        let mut authorized = false;
+        // Two rounds after a 401: the first may use stored tokens or a refresh, the second
+        // (those refused too) signs in afresh.
+        let mut rounds = 0;
         let mut step_ups = 0;
         loop {
             match call(token.clone()).await {
                 Err(StreamableHttpError::AuthRequired(challenge)) => {
-                    if authorized {
+                    if rounds >= 2 {
                         return Err(AuthError::AuthorizationFailed(
                             "the server refused the token it was just given (HTTP 401); its \
                              authorization server and resource may not match"
@@ -1580,7 +1582,7 @@ impl AuthorizedClient {
                         )
                         .into());
                     }
-                    authorized = true;
+                    rounds += 1;
                     let fresh = self
                         .oauth
                         .unauthorized(
@@ -1606,7 +1608,6 @@ impl AuthorizedClient {
                         .into());
                     }
                     step_ups += 1;
-                    authorized = true;
                     let fresh = self
                         .oauth
                         .step_up(&self.url, &challenge.www_authenticate_header)
