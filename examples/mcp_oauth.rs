@@ -8,15 +8,12 @@
 //!
 //! Servers to try it on:
 //!
-//! - The Python SDK's auth example (`pip install mcp`; from the SDK's repository,
-//!   `examples/servers/simple-auth`: start its authorization server, then its resource server
-//!   with `--transport streamable-http`), then run this with
-//!   `http://127.0.0.1:8001/mcp`: the browser shows its demo login page.
+//! - The Python SDK's auth example, `examples/servers/simple-auth` in its repository (not in
+//!   the PyPI package; its README says how to start it: in recent versions an authorization
+//!   server with a demo login page and a resource server, `--port=8001 --transport
+//!   streamable-http`), then `http://127.0.0.1:8001/mcp` here. Not tried with this example
+//!   yet.
 //! - Any remote MCP server that asks for OAuth and allows dynamic client registration.
-//!
-//! Run without a server (nothing listening at the URL, default `http://127.0.0.1:8001/mcp`),
-//! it says it cannot reach the server and exits with status 1.
-//!
 //! - The MCP conformance suite's auth servers (installed by `cargo xtask conformance`): they
 //!   redirect back without a login page, so `curl -sL` on the printed URL plays the browser.
 //!   Run a scenario with this example as the client through a small wrapper script that
@@ -28,8 +25,12 @@
 //!       client --command ./wrapper.sh --scenario auth/metadata-default
 //!   ```
 //!
+//!   Done so with `auth/metadata-default`: it signed in and listed the tools.
 //!   (`examples/mcp_conformance_client.rs` signs in to them with `Redirect::follow_headless()`
 //!   instead.)
+//!
+//! Run without a server (nothing listening at the URL, default `http://127.0.0.1:8001/mcp`),
+//! it says it cannot reach the server and exits with status 1.
 
 use std::time::Duration;
 
