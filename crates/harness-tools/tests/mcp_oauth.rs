@@ -47,6 +47,8 @@ struct Auth {
     refuse_all: bool,
     /// Refresh tokens are refused.
     refuse_refresh: bool,
+    /// `token_endpoint_auth_methods_supported` (default `["none"]`).
+    auth_methods: Vec<String>,
     counter: usize,
 }
 
@@ -186,15 +188,19 @@ async fn handle(mut socket: TcpStream, state: Shared) {
             send_json(&mut socket, "200 OK", &body).await;
         }
         ("GET", "/.well-known/oauth-authorization-server") => {
+            let mut auth_methods = state.lock().unwrap().auth_methods.clone();
+            if auth_methods.is_empty() {
+                auth_methods.push("none".to_owned());
+            }
             let body = json!({
                 "issuer": origin,
                 "authorization_endpoint": format!("{origin}/authorize"),
                 "token_endpoint": format!("{origin}/token"),
                 "registration_endpoint": format!("{origin}/register"),
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                 "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["none"],
+                "token_endpoint_auth_methods_supported": auth_methods,
             });
             send_json(&mut socket, "200 OK", &body).await;
         }
@@ -256,6 +262,19 @@ async fn token(socket: &mut TcpStream, state: &Shared, request: &HttpRequest) {
                     }
                     _ => None,
                 }
+            }
+            Some("client_credentials") => {
+                let basic = request
+                    .headers
+                    .get("authorization")
+                    .and_then(|v| v.strip_prefix("Basic "))
+                    .and_then(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
+                    .map(|v| String::from_utf8_lossy(&v).into_owned());
+                (basic.as_deref() == Some("svc:s3cret")).then(|| {
+                    body.get("scope")
+                        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+                        .unwrap_or_default()
+                })
             }
             Some("refresh_token") if !auth.refuse_refresh => body
                 .get("refresh_token")
@@ -613,4 +632,29 @@ async fn stored_tokens_spare_a_new_client_the_sign_in_until_they_are_refused() {
     let third = server(&url, headless().with_token_store(store));
     assert_eq!(third.call("echo", json!({})).await.unwrap(), "ok");
     assert_eq!(state.lock().unwrap().authorizations.len(), 2);
+}
+
+#[tokio::test]
+async fn client_credentials_get_a_token_without_a_redirect_and_a_wrong_secret_stays_out_of_the_error()
+ {
+    let (url, state) =
+        servers(|auth| auth.auth_methods = vec!["client_secret_basic".to_owned()]).await;
+    let mcp = server(&url, OAuth::client_credentials("svc", "s3cret"));
+    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    {
+        let auth = state.lock().unwrap();
+        assert!(auth.authorizations.is_empty(), "no redirect");
+        assert_eq!(auth.count("POST /register"), 0);
+        assert_eq!(auth.token_requests[0]["grant_type"], "client_credentials");
+        assert_eq!(auth.token_requests[0]["resource"], url);
+        assert!(
+            !auth.token_requests[0].contains_key("client_secret"),
+            "Basic, not the body"
+        );
+    }
+    let wrong = server(&url, OAuth::client_credentials("svc", "wrong-SECRET"));
+    let error = wrong.list_tools().await.unwrap_err();
+    assert!(error.is_authorization(), "{error:?}");
+    assert!(error.message().contains("client credentials"), "{error}");
+    assert!(!error.message().contains("wrong-SECRET"), "{error}");
 }
