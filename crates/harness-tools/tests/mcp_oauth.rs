@@ -48,7 +48,7 @@ struct Auth {
     /// Refresh tokens are refused.
     refuse_refresh: bool,
     /// `token_endpoint_auth_methods_supported` (default `["none"]`).
-    auth_methods: Vec<String>,
+    endpoint_methods: Vec<String>,
     counter: usize,
 }
 
@@ -188,7 +188,7 @@ async fn handle(mut socket: TcpStream, state: Shared) {
             send_json(&mut socket, "200 OK", &body).await;
         }
         ("GET", "/.well-known/oauth-authorization-server") => {
-            let mut auth_methods = state.lock().unwrap().auth_methods.clone();
+            let mut auth_methods = state.lock().unwrap().endpoint_methods.clone();
             if auth_methods.is_empty() {
                 auth_methods.push("none".to_owned());
             }
@@ -638,7 +638,7 @@ async fn stored_tokens_spare_a_new_client_the_sign_in_until_they_are_refused() {
 async fn client_credentials_get_a_token_without_a_redirect_and_a_wrong_secret_stays_out_of_the_error()
  {
     let (url, state) =
-        servers(|auth| auth.auth_methods = vec!["client_secret_basic".to_owned()]).await;
+        servers(|auth| auth.endpoint_methods = vec!["client_secret_basic".to_owned()]).await;
     let mcp = server(&url, OAuth::client_credentials("svc", "s3cret"));
     assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
     {
