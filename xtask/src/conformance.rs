@@ -1,5 +1,6 @@
-//! `cargo xtask conformance`: the official MCP conformance suite, client mode, against
-//! `examples/mcp_conformance_client.rs`.
+//! `cargo xtask conformance`: the official MCP conformance suite, client mode against
+//! `examples/mcp_conformance_client.rs` (built with its `jwt` feature, for the
+//! client-credentials JWT scenario), server mode against `examples/mcp_conformance_server.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +13,28 @@ const SCENARIOS: &[&str] = &[
     "tools_call",
     "sse-retry",
     "elicitation-sep1034-client-defaults",
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
 ];
 
 /// The server scenarios `examples/mcp_conformance_server.rs` (a served toolbox) passes: the
@@ -50,6 +73,10 @@ pub(crate) fn conformance() -> Result<(), String> {
         &[
             "build",
             "--quiet",
+            "-p",
+            "deepharness-examples",
+            "--features",
+            "jwt",
             "--example",
             "mcp_conformance_client",
             "--example",

@@ -5,7 +5,8 @@
 //! - [`shell_tool`]: `run_command`, gated by default; not a sandbox.
 //! - [`ToolName`]: the built-in names, for permission rules.
 //! - [`mcp`] (feature `mcp`): a Model Context Protocol client, `McpServer::stdio` /
-//!   `McpServer::http` (feature `mcp-http`), its tools as ordinary tools.
+//!   `McpServer::http` (feature `mcp-http`), its tools as ordinary tools; OAuth 2.1 for HTTP
+//!   servers with `McpServer::with_oauth` (feature `mcp-auth`, off by default).
 //! - [`TavilySearch`] (feature `search`): web search as a tool.
 //!
 //! ```no_run

@@ -66,6 +66,9 @@ pub(crate) struct Offers {
     pub(crate) notify: RwLock<Option<Arc<Notify>>>,
     /// The tool calls in flight whose progress goes to a run.
     pub(crate) progress: Arc<ProgressRoutes>,
+    /// How an HTTP server is authorized (OAuth), when it is.
+    #[cfg(feature = "mcp-auth")]
+    pub(crate) oauth: RwLock<Option<super::auth::OAuth>>,
 }
 
 impl Offers {
@@ -80,7 +83,8 @@ impl Offers {
 }
 
 /// The client's side of server requests: `ping` (rmcp's default answer), `roots/list`,
-/// `sampling/createMessage` and `elicitation/create`. Anything else is refused with -32601 by rmcp's defaults.
+/// `sampling/createMessage` and `elicitation/create`. Anything else is refused with -32601 by
+/// rmcp's defaults.
 pub(crate) struct Handler {
     offers: Arc<Offers>,
     label: String,
@@ -283,6 +287,8 @@ impl Connection {
         label: &str,
         timeout: Duration,
     ) -> Result<Self, McpError> {
+        #[cfg(feature = "mcp-auth")]
+        let oauth = offers.oauth.read().ok().and_then(|o| o.clone());
         let handler = Handler::new(offers, label);
         let (running, process, custom) = match connector {
             Connector::Stdio(command) => {
@@ -302,12 +308,31 @@ impl Connection {
                     })?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                (
-                    handshake(handler, transport, label, timeout).await?,
-                    None,
-                    None,
-                )
+                #[cfg(feature = "mcp-auth")]
+                if let Some(oauth) = oauth {
+                    let transport = StreamableHttpClientTransport::with_client(
+                        oauth.client(client, url),
+                        config,
+                    );
+                    let running = handshake(handler, transport, label, timeout).await?;
+                    (running, None, None)
+                } else {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    (
+                        handshake(handler, transport, label, timeout).await?,
+                        None,
+                        None,
+                    )
+                }
+                #[cfg(not(feature = "mcp-auth"))]
+                {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    (
+                        handshake(handler, transport, label, timeout).await?,
+                        None,
+                        None,
+                    )
+                }
             }
             Connector::Custom(inner) => {
                 let transport = Adapter::new(Arc::clone(inner));

@@ -24,6 +24,11 @@ pub enum McpErrorKind {
     Protocol,
     /// The server was closed with [`McpServer::close`](super::McpServer::close).
     Closed,
+    /// The server requires authorization and it could not be had: no OAuth configured for a
+    /// server that answered 401, or OAuth failed (discovery, registration, the user's
+    /// sign-in, the token exchange, a step-up past its limit). The message says which step
+    /// and what to do.
+    Authorization,
     /// Something set up wrong on this side: an empty command, an invalid header, two tools
     /// whose names collide once made safe for a model.
     Configuration,
@@ -42,6 +47,7 @@ impl McpErrorKind {
             Self::Protocol => "protocol",
             Self::Closed => "closed",
             Self::Configuration => "configuration",
+            Self::Authorization => "authorization",
             Self::Other => "other",
         }
     }
@@ -55,6 +61,7 @@ impl McpErrorKind {
             "protocol" => Self::Protocol,
             "closed" => Self::Closed,
             "configuration" => Self::Configuration,
+            "authorization" => Self::Authorization,
             _ => Self::Other,
         }
     }
@@ -138,6 +145,12 @@ impl McpError {
         self.kind == McpErrorKind::Configuration
     }
 
+    /// True when the server requires authorization and it could not be had (see
+    /// [`McpErrorKind::Authorization`]).
+    pub fn is_authorization(&self) -> bool {
+        self.kind == McpErrorKind::Authorization
+    }
+
     pub(crate) fn timeout(server: &str, method: &str, timeout: Duration) -> Self {
         Self::with_kind(
             McpErrorKind::Timeout,
@@ -183,6 +196,14 @@ impl McpError {
         method: &str,
         timeout: Duration,
     ) -> Self {
+        let found = match &error {
+            // The transport's error is carried, not a source: looked into on its own.
+            ServiceError::TransportSend(inner) => authorization_failure(inner, server),
+            other => authorization_failure(other, server),
+        };
+        if let Some(error) = found {
+            return error;
+        }
         match error {
             ServiceError::Timeout { .. } => Self::timeout(server, method, timeout),
             ServiceError::McpError(data) => Self::from_error_data(&data, method),
@@ -211,6 +232,16 @@ impl McpError {
 
     /// A failed handshake, as rmcp reports it.
     pub(crate) fn from_initialize(error: ClientInitializeError, server: &str) -> Self {
+        let found = match &error {
+            // The transport's error is carried, not a source: looked into on its own.
+            ClientInitializeError::TransportError { error: inner, .. } => {
+                authorization_failure(inner, server)
+            }
+            other => authorization_failure(other, server),
+        };
+        if let Some(error) = found {
+            return error;
+        }
         match error {
             ClientInitializeError::ConnectionClosed(_) => Self::transport(format!(
                 "MCP server `{server}` closed the connection before answering initialize: it \
@@ -259,6 +290,54 @@ impl From<McpError> for harness_core::ToolError {
         Self::failed(error.message.clone()).with_source(error)
     }
 }
+
+#[cfg(not(feature = "mcp-http"))]
+fn authorization_failure(_error: &(dyn StdError + 'static), _server: &str) -> Option<McpError> {
+    None
+}
+
+/// An authorization failure somewhere in `error`'s sources: the server's 401 or 403 (no
+/// OAuth configured), or OAuth's own failure (feature `mcp-auth`).
+#[cfg(feature = "mcp-http")]
+fn authorization_failure(error: &(dyn StdError + 'static), server: &str) -> Option<McpError> {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+    let mut source = Some(error);
+    while let Some(cause) = source {
+        #[cfg(feature = "mcp-auth")]
+        if let Some(auth) = cause.downcast_ref::<rmcp::transport::auth::AuthError>() {
+            return Some(McpError::with_kind(
+                McpErrorKind::Authorization,
+                format!("cannot authorize with MCP server `{server}`: {auth}"),
+            ));
+        }
+        if cause.downcast_ref::<AuthRequiredError>().is_some() {
+            return Some(McpError::with_kind(
+                McpErrorKind::Authorization,
+                format!(
+                    "MCP server `{server}` requires authorization (HTTP 401){AUTHORIZATION_HINT}"
+                ),
+            ));
+        }
+        if cause.downcast_ref::<InsufficientScopeError>().is_some() {
+            return Some(McpError::with_kind(
+                McpErrorKind::Authorization,
+                format!(
+                    "MCP server `{server}` refused the token as of insufficient scope (HTTP \
+                     403){AUTHORIZATION_HINT}"
+                ),
+            ));
+        }
+        source = cause.source();
+    }
+    None
+}
+
+#[cfg(feature = "mcp-auth")]
+const AUTHORIZATION_HINT: &str = "; sign in with McpServer::with_oauth(OAuth::new()), or pass a token with the right scopes \
+     as an Authorization header";
+#[cfg(all(feature = "mcp-http", not(feature = "mcp-auth")))]
+const AUTHORIZATION_HINT: &str = "; pass a token as an Authorization header, or build with feature mcp-auth and sign in \
+     with McpServer::with_oauth";
 
 /// An error and its sources, joined, skipping a source its parent already quotes.
 fn chain(error: &(dyn StdError + 'static)) -> String {

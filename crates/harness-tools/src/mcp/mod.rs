@@ -7,6 +7,8 @@
 //! ([`DEFAULT_TIMEOUT`] unless set with [`McpServer::with_timeout`] or per call).
 
 mod adapter;
+#[cfg(feature = "mcp-auth")]
+pub mod auth;
 mod catalog;
 mod connection;
 mod content;
@@ -37,6 +39,8 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 
+#[cfg(feature = "mcp-auth")]
+pub use auth::{OAuth, OAuthCallback, Redirect, RedirectHandler, StoredTokens, TokenStore};
 pub use catalog::{
     McpPrompt, McpPromptArgument, McpPromptMessage, McpPromptResult, McpResource,
     McpResourceTemplate,
@@ -322,6 +326,20 @@ impl McpServer {
     ) -> Self {
         if let Ok(mut current) = self.shared.offers.notify.write() {
             *current = Some(Arc::new(notify));
+        }
+        self
+    }
+
+    /// Authorizes with OAuth 2.1 (an HTTP server; others ignore it): a 401 from the server
+    /// starts discovery, registration and the sign-in `oauth` describes, and each request
+    /// then carries the token; see [`auth`]. Takes effect on the next connection, so set it
+    /// before first use. A sign-in during a request counts against that request's timeout
+    /// ([`with_timeout`](Self::with_timeout)): raise it for interactive sign-in. Feature
+    /// `mcp-auth`.
+    #[cfg(feature = "mcp-auth")]
+    pub fn with_oauth(self, oauth: OAuth) -> Self {
+        if let Ok(mut current) = self.shared.offers.oauth.write() {
+            *current = Some(oauth);
         }
         self
     }
