@@ -217,7 +217,9 @@ mod tests {
 
     #[test]
     fn a_verdict_is_read_from_either_mode() {
-        assert!(passed("Test Results:\nPassed: 3/3, 0 failed, 0 warnings\n\u{2705} OVERALL: PASSED"));
+        assert!(passed(
+            "Test Results:\nPassed: 3/3, 0 failed, 0 warnings\n\u{2705} OVERALL: PASSED"
+        ));
         assert!(passed("Test Results:\nPassed: 2/2, 0 failed, 1 warnings\n"));
         assert!(!passed("Passed: 0/1, 1 failed, 0 warnings"));
         assert!(!passed("Passed: 1/2, 0 failed, 0 warnings"));
