@@ -763,6 +763,30 @@ async fn elicitations_reach_the_elicitor_and_accepted_forms_get_their_defaults()
 }
 
 #[tokio::test]
+async fn an_elicitor_that_panics_answers_cancel_and_the_connection_lives_on() {
+    let server = fake("tools").with_elicitation(|_: ElicitationRequest| async {
+        panic!("the form broke");
+        #[allow(unreachable_code)]
+        ElicitationResponse::Decline
+    });
+    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    let seen = report(&server).await;
+    for id in ["srv-form", "srv-url"] {
+        assert_eq!(
+            seen["answers"][id]["message"]["result"],
+            json!({"action": "cancel"}),
+            "{seen}"
+        );
+    }
+    let echoed = server
+        .call("echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed, r#"called echo with {"text":"still here"}"#);
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn without_an_elicitor_nothing_is_declared_and_elicitations_are_declined() {
     let server = fake("tools");
     assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");

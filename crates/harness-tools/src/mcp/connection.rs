@@ -34,7 +34,7 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
 use super::adapter::Adapter;
-use super::elicitation::{self, Elicitor};
+use super::elicitation::{self, ElicitationResponse, Elicitor};
 use super::notifications::{self, McpNotification, Notify};
 use super::progress::{ProgressRoutes, RouteProgress};
 use super::sampling::Sampling;
@@ -209,7 +209,19 @@ impl ClientHandler for Handler {
     ) -> Result<CreateMessageResult, ErrorData> {
         let sampling = self.offers.sampling.read().ok().and_then(|s| s.clone());
         match sampling {
-            Some(sampling) => sampling.serve(&self.label, &params).await,
+            // On a task of its own, so a model or an approval callback that panics is an
+            // error answer, not a request that never ends.
+            Some(sampling) => {
+                let label = self.label.clone();
+                tokio::spawn(async move { sampling.serve(&label, &params).await })
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(ErrorData::internal_error(
+                            "the client's sampling handler failed",
+                            None,
+                        ))
+                    })
+            }
             None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
         }
     }
@@ -226,7 +238,14 @@ impl ClientHandler for Handler {
         };
         let request = elicitation::request(&self.label, params);
         let mode = request.mode.clone();
-        let response = elicitor.elicit(request).await;
+        // On a task of its own, so an elicitor that panics costs the server an answer of
+        // `cancel`, not a request that never ends.
+        let response = tokio::spawn(async move { elicitor.elicit(request).await })
+            .await
+            .unwrap_or_else(|_| {
+                tracing::warn!(server = %self.label, "the MCP elicitor panicked; answering cancel");
+                ElicitationResponse::Cancel
+            });
         Ok(elicitation::result(&mode, response))
     }
 }
