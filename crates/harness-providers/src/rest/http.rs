@@ -188,7 +188,7 @@ impl HttpClient {
     }
 
     /// POSTs `body` as JSON to `path` and returns the answer's body, retrying as the policy
-    /// says: what a vendor reads with its own wire types ([`json::answer`](super::json::answer)).
+    /// says: what a vendor reads with its own wire types ([`json::answer`]).
     /// The body is serialised once; every retry sends the same bytes.
     ///
     /// # Errors

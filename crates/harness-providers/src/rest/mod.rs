@@ -5,7 +5,7 @@
 //! A vendor is three pieces of its own around this kit:
 //!
 //! - its request body, a `#[derive(Serialize)]` struct borrowing the [`Request`]'s messages,
-//!   tools and settings, handed to [`HttpClient::post`] or [`stream`] as it is: the client
+//!   tools and settings, handed to [`HttpClient::post`] or [`stream()`] as it is: the client
 //!   serialises it once and sends the same bytes on every retry;
 //! - an [`Accumulator`]: it reads one stream event at a time (its own event format, through
 //!   the [`SseDecoder`]), hands out text and thinking as they arrive, and assembles the
