@@ -74,6 +74,9 @@ impl AuthorizedClient {
     }
 }
 
+// Every `post_message*` variant is forwarded: the trait's defaults fall back to the next
+// simpler variant and drop its limits, while the inner reqwest client honours them (the
+// bound on one SSE event and on a response).
 impl StreamableHttpClient for AuthorizedClient {
     type Error = reqwest::Error;
 
