@@ -160,10 +160,12 @@ pub mod prebuilt {
     };
 }
 
-/// Tools and the per-call policy over them: the confined workspace, the file and shell tools,
-/// `ToolName` for rules, MCP servers' tools, web search.
+/// Tools and the per-call policy over them: the [`Human`](tools::Human) a call can turn to,
+/// the confined workspace, the file and shell tools, `ToolName` for rules, MCP servers'
+/// tools, web search.
 pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
+    pub use harness_core::{ElicitationMode, ElicitationRequest, ElicitationResponse, Human};
     #[cfg(feature = "mcp-server")]
     pub use harness_tools::mcp::McpToolServer;
     #[cfg(feature = "tools")]

@@ -77,7 +77,8 @@ pub use message::{Content, Message, Role, ToolCall};
 pub use request::{ModelSettings, OutputSchema, Request, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
 pub use tool::{
-    Ctx, IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox, ToolboxBuilder,
+    Ctx, ElicitationMode, ElicitationRequest, ElicitationResponse, Human, IntoTool, LogLevel,
+    ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox, ToolboxBuilder,
 };
 
 /// Re-exported so a hand-written [`Llm`] or [`Tool`] needs no extra dependency.

@@ -10,7 +10,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness_core::{Ctx, Tool, ToolError, ToolSpec, Toolbox, async_trait, tool};
+use harness_core::{
+    Ctx, ElicitationRequest, ElicitationResponse, Human, Tool, ToolError, ToolSpec, Toolbox,
+    async_trait, tool,
+};
 use serde_json::{Value, json};
 
 /// Look up the current weather for a city.
@@ -266,4 +269,130 @@ fn a_toolbox_is_cheap_to_clone_and_debug_prints_its_names() {
         format!("{copy:?}"),
         r#"Toolbox { tools: ["get_weather"], can_ask: false }"#
     );
+}
+
+/// A person at a keyboard, scripted: refuses wires, answers forms with an account, and
+/// remembers what it was asked.
+#[derive(Default)]
+struct Operator {
+    asked: std::sync::Mutex<Vec<ElicitationRequest>>,
+}
+
+#[async_trait]
+impl Human for Operator {
+    async fn approve(&self, name: &str, _arguments: &Value) -> bool {
+        name != "wire_transfer"
+    }
+    async fn ask(&self, question: ElicitationRequest) -> ElicitationResponse {
+        self.asked.lock().unwrap().push(question);
+        let mut fields = serde_json::Map::new();
+        fields.insert("account".into(), json!("ops"));
+        ElicitationResponse::Accept(fields)
+    }
+}
+
+/// Bill the account a human names; says which call it was.
+#[tool]
+async fn bill(ctx: &Ctx) -> Result<String, ToolError> {
+    let form = json!({"type": "object", "properties": {"account": {"type": "string"}}});
+    let answer = ctx
+        .ask(ElicitationRequest::form(
+            ctx.tool_name(),
+            "Which account?",
+            form,
+        ))
+        .await?;
+    let call = ctx.call_id().unwrap_or("-");
+    Ok(match answer {
+        ElicitationResponse::Accept(fields) => format!("{call}: billed {}", fields["account"]),
+        other => format!("{call}: not billed ({other:?})"),
+    })
+}
+
+/// A human who approves everything and answers no question (`ask`'s default declines).
+struct Declines;
+
+#[async_trait]
+impl Human for Declines {
+    async fn approve(&self, _: &str, _: &Value) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_human_rules_on_gated_calls_and_answers_the_questions_tools_ask() {
+    let operator = Arc::new(Operator::default());
+    let tools = Toolbox::builder()
+        .tool(Bill)
+        .tool(WireTransfer)
+        .shared_human(operator.clone())
+        .build()
+        .unwrap();
+    assert!(tools.can_ask());
+    assert_eq!(
+        tools.call("bill", json!({})).await.unwrap(),
+        r#"-: billed "ops""#
+    );
+    let asked = operator.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].source, "bill");
+    assert_eq!(asked[0].message, "Which account?");
+    let refused = tools
+        .call("wire_transfer", json!({"amount_usd": 1, "to": "x"}))
+        .await
+        .unwrap_err();
+    assert!(refused.is_denied(), "{refused}");
+    // A context that brings its own human keeps it: the narrower wins.
+    let own = Ctx::new().with_human(Declines);
+    assert_eq!(
+        tools.call_with_ctx("bill", json!({}), &own).await.unwrap(),
+        "-: not billed (Decline)"
+    );
+}
+
+#[tokio::test]
+async fn with_no_human_a_question_pauses_the_run_and_the_call_id_reaches_the_tool() {
+    use harness_core::agent::{Agent, StopReason};
+    use harness_core::testing::ScriptedModel;
+    use harness_core::{CompletionResponse, Message, ToolCall};
+
+    let model = ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![ToolCall::new("bill", json!({})).with_id("c-9")]),
+        CompletionResponse::text("paused, then answered"),
+    ]);
+    let agent = Agent::builder(model).tool(Bill).build().unwrap();
+    let state = agent.run("bill it").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::Paused);
+    assert_eq!(state.paused[0].question, "Which account?");
+    assert_eq!(state.paused[0].call_id.as_deref(), Some("c-9"));
+    assert!(!state.paused[0].needs_approval());
+    // The answer comes later, as the call's result.
+    let mut state = state;
+    state
+        .messages
+        .push(Message::tool("ops", "bill").with_call_id("c-9"));
+    let state = agent.run(state).await.unwrap();
+    assert_eq!(state.output_text(), "paused, then answered");
+
+    // The same agent with a human on its toolbox asks during the call.
+    let operator = Arc::new(Operator::default());
+    let model = ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![ToolCall::new("bill", json!({})).with_id("c-10")]),
+        CompletionResponse::text("billed"),
+    ]);
+    let tools = Toolbox::builder()
+        .tool(Bill)
+        .shared_human(operator.clone())
+        .build()
+        .unwrap();
+    let agent = Agent::builder(model).toolbox(tools).build().unwrap();
+    let state = agent.run("bill it").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::Answer);
+    let result = state
+        .messages
+        .iter()
+        .find(|m| m.role == harness_core::Role::Tool)
+        .unwrap();
+    assert_eq!(result.text(), r#"c-10: billed "ops""#);
+    assert_eq!(operator.asked.lock().unwrap().len(), 1);
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use harness_core::agent::{Agent, AgentEvent};
 use harness_core::testing::{FunctionModel, ScriptedModel};
-use harness_core::{CompletionResponse, Ctx, Request, Role, ToolCall, ToolUpdate, Toolbox};
+use harness_core::{CompletionResponse, Ctx, Human, Request, Role, ToolCall, ToolUpdate, Toolbox};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
     McpNotification, McpServer, Sampling, SamplingRequest, Transport,
@@ -287,6 +287,7 @@ impl FakeServer {
                 tool("never"),
                 tool("media"),
                 tool("notify"),
+                tool("ask"),
             ]}),
         };
         self.reply(id, page);
@@ -357,6 +358,8 @@ impl FakeServer {
             "arm" => self.arm(id),
             "arm_elicit" => self.arm_elicit(id),
             "arm_sample" => self.arm_sample(id),
+            // Asks the client for a form during the call; answers with what came back.
+            "ask" => self.ask(id),
             // What the server saw, once any answers it waits for are in.
             "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
@@ -434,6 +437,35 @@ impl FakeServer {
                                   "content": {"type": "text", "text": "Say hi"}}],
                     "systemPrompt": "Be brief.", "maxTokens": max_tokens}}));
         }
+    }
+
+    fn ask(&self, id: &Value) {
+        self.state.lock().unwrap().answers.remove("srv-ask");
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": "srv-ask", "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Which account?", "requestedSchema": {
+                "type": "object", "properties": {
+                    "account": {"type": "string"},
+                    "region": {"type": "string", "default": "eu"}}}}}),
+        );
+        let (out, state, id) = (Arc::clone(&self.out), Arc::clone(&self.state), id.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let answer = loop {
+                if let Some(answer) = state.lock().unwrap().answers.get("srv-ask") {
+                    break answer["message"]["result"].clone();
+                }
+                if Instant::now() > deadline {
+                    break json!("no answer");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": answer.to_string()}]}});
+            let mut out = out.lock().unwrap();
+            writeln!(out, "{reply}").unwrap();
+            out.flush().unwrap();
+        });
     }
 
     fn report(&self, id: &Value) {
@@ -758,6 +790,103 @@ async fn elicitations_reach_the_elicitor_and_accepted_forms_get_their_defaults()
             url: "https://example.com/in".into(),
             id: "e-7".into()
         }
+    );
+    server.close().await.unwrap();
+}
+
+/// The person behind a run: approves what is not `wire`, answers every form with `account`.
+struct Operator {
+    asked: Mutex<Vec<ElicitationRequest>>,
+    account: &'static str,
+}
+
+impl Operator {
+    fn new(account: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            asked: Mutex::new(Vec::new()),
+            account,
+        })
+    }
+}
+
+#[harness_core::async_trait]
+impl Human for Operator {
+    async fn approve(&self, name: &str, _arguments: &Value) -> bool {
+        name != "wire"
+    }
+    async fn ask(&self, question: ElicitationRequest) -> ElicitationResponse {
+        self.asked.lock().unwrap().push(question);
+        let mut fields = serde_json::Map::new();
+        fields.insert("account".into(), json!(self.account));
+        ElicitationResponse::Accept(fields)
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_during_a_run_goes_to_the_runs_human_like_its_approvals() {
+    // The server's own elicitor is there too: the run's human, narrower, comes first.
+    let server = fake("tools")
+        .with_run_elicitation()
+        .with_elicitation(|_: ElicitationRequest| async { ElicitationResponse::Decline });
+    let operator = Operator::new("ops-7");
+    let model = Arc::new(ScriptedModel::new([
+        CompletionResponse::from_tool_calls(vec![ToolCall::new("ask", json!({})).with_id("a1")]),
+        CompletionResponse::text("done"),
+    ]));
+    let tools = Toolbox::builder()
+        .tools(server.tools().await.unwrap())
+        .shared_human(operator.clone())
+        .build()
+        .unwrap();
+    let agent = Agent::builder(model.clone())
+        .toolbox(tools)
+        .build()
+        .unwrap();
+    let state = agent.run("bill it").await.unwrap();
+    assert_eq!(state.output_text(), "done");
+    let asked = operator.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].message, "Which account?");
+    assert!(
+        asked[0].source.contains("fake_mcp_server"),
+        "{}",
+        asked[0].source
+    );
+    // What the server got back (the form's default filled in) is what the model read.
+    let result = model.requests()[1]
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .unwrap();
+    let result: Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(
+        result,
+        json!({"action": "accept", "content": {"account": "ops-7", "region": "eu"}})
+    );
+    // Outside a run (no human waiting) the server's elicitor answers.
+    let outside: Value =
+        serde_json::from_str(&server.call("ask", json!({})).await.unwrap()).unwrap();
+    assert_eq!(outside, json!({"action": "decline"}));
+    assert_eq!(operator.asked.lock().unwrap().len(), 1);
+    server.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_run_elicitation_a_runs_human_is_not_asked() {
+    let server = fake("tools");
+    let operator = Operator::new("ops-7");
+    let tools = Toolbox::builder()
+        .tools(server.tools().await.unwrap())
+        .shared_human(operator.clone())
+        .build()
+        .unwrap();
+    let answer: Value = serde_json::from_str(&tools.call("ask", json!({})).await.unwrap()).unwrap();
+    assert_eq!(answer, json!({"action": "decline"}));
+    assert!(operator.asked.lock().unwrap().is_empty());
+    let seen = report(&server).await;
+    assert!(
+        seen["initialize"]["capabilities"]["elicitation"].is_null(),
+        "{seen}"
     );
     server.close().await.unwrap();
 }

@@ -4,6 +4,8 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use super::human::{ElicitationRequest, ElicitationResponse, Human};
+use crate::error::ToolError;
 use crate::message::Message;
 
 /// The run a tool call belongs to: its dependencies and its transcript so far.
@@ -27,6 +29,15 @@ pub struct Ctx {
     deps: Option<Deps>,
     messages: Arc<Vec<Message>>,
     updates: Option<Arc<Updates>>,
+    human: Option<Arc<dyn Human>>,
+    call: Option<Arc<Call>>,
+}
+
+/// The call a context was handed to: set by the toolbox as it runs a tool.
+#[derive(Debug)]
+struct Call {
+    tool: String,
+    id: Option<String>,
 }
 
 /// Where a tool's [`ToolUpdate`]s go: the run's event stream, an MCP client.
@@ -178,6 +189,65 @@ impl Ctx {
         self.updates.is_some()
     }
 
+    /// Gives the tool a [`Human`] to put questions to, for [`Ctx::ask`]. A toolbox built
+    /// with [`ToolboxBuilder::human`](super::ToolboxBuilder::human) sets its own on every
+    /// call whose context has none.
+    pub fn with_human(self, human: impl Human + 'static) -> Self {
+        self.with_shared_human(Arc::new(human))
+    }
+
+    /// As [`Ctx::with_human`], with a human that is already shared.
+    pub fn with_shared_human(mut self, human: Arc<dyn Human>) -> Self {
+        self.human = Some(human);
+        self
+    }
+
+    /// The [`Human`] this call may turn to, if any.
+    pub fn human(&self) -> Option<&Arc<dyn Human>> {
+        self.human.as_ref()
+    }
+
+    /// True when a [`Human`] is reachable: [`Ctx::ask`] will reach a person during the call.
+    pub fn has_human(&self) -> bool {
+        self.human.is_some()
+    }
+
+    /// Asks the run's [`Human`] `question` and waits for the answer.
+    ///
+    /// # Errors
+    /// With no human reachable, [`ToolError::needs_human`] with the question's message:
+    /// returned from the tool with `?`, it pauses an agent's run for the answer to come
+    /// later (pushed as the call's result), the same channel as an approval.
+    pub async fn ask(
+        &self,
+        question: ElicitationRequest,
+    ) -> Result<ElicitationResponse, ToolError> {
+        match &self.human {
+            Some(human) => Ok(human.ask(question).await),
+            None => Err(ToolError::needs_human(question.message)),
+        }
+    }
+
+    /// The name of the tool this context was handed to; empty outside a toolbox's call.
+    pub fn tool_name(&self) -> &str {
+        self.call.as_ref().map_or("", |call| call.tool.as_str())
+    }
+
+    /// The model's id for this call, when it gave one: stable across a resumed or replayed
+    /// run, so a tool with effects outside the process can derive an idempotency key from it.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call.as_ref().and_then(|call| call.id.as_deref())
+    }
+
+    /// Records the call this context is handed to.
+    pub(crate) fn with_call(mut self, tool: &str, id: Option<&str>) -> Self {
+        self.call = Some(Arc::new(Call {
+            tool: tool.to_owned(),
+            id: id.map(str::to_owned),
+        }));
+        self
+    }
+
     /// Shares the run's transcript without copying it.
     pub(crate) fn with_shared_messages(mut self, messages: Arc<Vec<Message>>) -> Self {
         self.messages = messages;
@@ -222,6 +292,8 @@ impl fmt::Debug for Ctx {
         f.debug_struct("Ctx")
             .field("has_deps", &self.has_deps())
             .field("messages", &self.messages.len())
+            .field("has_human", &self.has_human())
+            .field("call", &self.call)
             .finish_non_exhaustive()
     }
 }
@@ -241,7 +313,7 @@ mod tests {
         assert_eq!(ctx.messages(), &[Message::user("hi")]);
         assert_eq!(
             format!("{ctx:?}"),
-            "Ctx { has_deps: true, messages: 1, .. }"
+            "Ctx { has_deps: true, messages: 1, has_human: false, call: None, .. }"
         );
     }
 }

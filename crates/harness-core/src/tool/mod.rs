@@ -5,6 +5,7 @@
 //! at run time (an MCP server's, say).
 
 mod ctx;
+mod human;
 mod schema;
 mod toolbox;
 
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 
 pub(crate) use ctx::Deps;
 pub use ctx::{Ctx, LogLevel, ToolUpdate};
+pub use human::{ElicitationMode, ElicitationRequest, ElicitationResponse, Human};
 pub use schema::ParametersBuilder;
 pub(crate) use schema::object_schema_for;
 pub(crate) use toolbox::Gate;

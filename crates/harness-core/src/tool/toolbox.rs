@@ -4,37 +4,17 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 
+use super::human::{Approver, Human};
 use super::{Ctx, IntoTool, Tool, ToolSpec, same_tool};
 use crate::error::{Error, Result, ToolError};
 use crate::message::Content;
 use crate::telemetry;
-
-type SyncApprover = dyn Fn(&str, &Value) -> bool + Send + Sync;
-type AsyncApprover =
-    dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync;
-
-/// The `approve` callback: consulted before each gated call runs.
-#[derive(Clone)]
-enum Approver {
-    Sync(Arc<SyncApprover>),
-    Async(Arc<AsyncApprover>),
-}
-
-impl Approver {
-    async fn approves(&self, name: &str, arguments: &Value) -> bool {
-        match self {
-            Self::Sync(f) => f(name, arguments),
-            Self::Async(f) => f(name.to_owned(), arguments.clone()).await,
-        }
-    }
-}
 
 /// Whether a call goes through the toolbox's approval callback: how the agent loop hands a
 /// permission policy's ruling to the toolbox.
@@ -79,7 +59,7 @@ pub struct Toolbox {
     // The neutral JSON of each spec, built once at registration: `schemas()` is then free.
     schemas: Vec<Value>,
     index: HashMap<String, usize>,
-    approver: Option<Approver>,
+    human: Option<Arc<dyn Human>>,
 }
 
 impl Toolbox {
@@ -121,28 +101,15 @@ impl Toolbox {
         Ok(self)
     }
 
-    fn with_approver(
-        mut self,
-        approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.approver = Some(Approver::Sync(Arc::new(approve)));
-        self
-    }
-
-    fn with_async_approver<F, Fut>(mut self, approve: F) -> Self
-    where
-        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
-    {
-        self.approver = Some(Approver::Async(Arc::new(move |name, arguments| {
-            Box::pin(approve(name, arguments))
-        })));
-        self
-    }
-
-    /// True when an approval callback is set.
+    /// True when a [`Human`] (or an approval callback) is set: gated calls are ruled on
+    /// during the call instead of pausing a run.
     pub fn can_ask(&self) -> bool {
-        self.approver.is_some()
+        self.human.is_some()
+    }
+
+    /// The [`Human`] gated calls and questions go to, if one is set.
+    pub fn human(&self) -> Option<&Arc<dyn Human>> {
+        self.human.as_ref()
     }
 
     /// The spec of the tool registered as `name`.
@@ -271,7 +238,7 @@ impl Toolbox {
     ) -> Result<Content, ToolError> {
         let span = telemetry::tool_span(name, call_id);
         let result = self
-            .gate_and_run(name, arguments, ctx, gate)
+            .gate_and_run(name, call_id, arguments, ctx, gate)
             .instrument(span.clone())
             .await;
         if let Err(error) = &result {
@@ -283,6 +250,7 @@ impl Toolbox {
     async fn gate_and_run(
         &self,
         name: &str,
+        call_id: Option<&str>,
         arguments: Value,
         ctx: &Ctx,
         gate: Gate,
@@ -294,12 +262,18 @@ impl Toolbox {
             Gate::Ask => true,
             Gate::Open => false,
         };
-        if let (true, Some(approver)) = (gated, &self.approver)
-            && !approver.approves(name, &arguments).await
+        if let (true, Some(human)) = (gated, &self.human)
+            && !human.approve(name, &arguments).await
         {
             return Err(ToolError::denied(name, arguments));
         }
-        AssertUnwindSafe(tool.call_content(arguments, ctx.clone()))
+        let mut ctx = ctx.clone().with_call(name, call_id);
+        if let Some(human) = &self.human
+            && !ctx.has_human()
+        {
+            ctx = ctx.with_shared_human(Arc::clone(human));
+        }
+        AssertUnwindSafe(tool.call_content(arguments, ctx))
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| Err(panicked(name, panic.as_ref())))
@@ -357,28 +331,40 @@ impl ToolboxBuilder {
         tools.into_iter().fold(self, Self::tool)
     }
 
-    /// Sets the approval callback, consulted with each gated call's name and arguments
-    /// before it runs: `true` runs it, `false` refuses it ([`ToolError::denied`]).
+    /// Sets the [`Human`] the toolbox turns to during a call: each gated call is put to
+    /// [`Human::approve`] before it runs (`false` refuses it with [`ToolError::denied`]),
+    /// and each tool's [`Ctx::ask`] (an MCP server's elicitation included) reaches
+    /// [`Human::ask`].
     ///
-    /// Without a callback nothing is gated at the toolbox level; an agent pauses the run on
-    /// a gated call instead, for a human to rule on.
-    pub fn approve(
-        mut self,
-        approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.toolbox = self.toolbox.with_approver(approve);
+    /// Without one nothing is gated at the toolbox level; an agent pauses the run on a
+    /// gated call instead, for a human to rule on later.
+    pub fn human(mut self, human: impl Human + 'static) -> Self {
+        self.toolbox.human = Some(Arc::new(human));
         self
     }
 
-    /// Sets an async approval callback (one that asks a person over a network, say); see
-    /// [`ToolboxBuilder::approve`].
-    pub fn approve_async<F, Fut>(mut self, approve: F) -> Self
+    /// As [`ToolboxBuilder::human`], with a human that is already shared (the same one as
+    /// another toolbox's, an MCP server's elicitor).
+    pub fn shared_human(mut self, human: Arc<dyn Human>) -> Self {
+        self.toolbox.human = Some(human);
+        self
+    }
+
+    /// Sets a human that only approves, from a callback taking each gated call's name and
+    /// arguments: `true` runs it, `false` refuses it ([`ToolError::denied`]). Questions are
+    /// declined.
+    pub fn approve(self, approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static) -> Self {
+        self.human(Approver::sync(approve))
+    }
+
+    /// As [`ToolboxBuilder::approve`], with an async callback (one that asks a person over
+    /// a network, say).
+    pub fn approve_async<F, Fut>(self, approve: F) -> Self
     where
         F: Fn(String, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = bool> + Send + 'static,
     {
-        self.toolbox = self.toolbox.with_async_approver(approve);
-        self
+        self.human(Approver::from_async(approve))
     }
 
     /// The toolbox.

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -34,12 +35,13 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::Value;
 
 use super::adapter::Adapter;
-use super::elicitation::{self, ElicitationResponse, Elicitor};
+use super::elicitation::{self, Asked, Elicitor, WaitingRuns};
 use super::notifications::{self, McpNotification, Notify};
 use super::progress::{ProgressRoutes, RouteProgress};
 use super::sampling::Sampling;
 use super::strays::SkipStrays;
 use super::{McpError, SUPPORTED_VERSIONS, Transport};
+use harness_core::{ElicitationRequest, ElicitationResponse, Human};
 
 /// How long `close` waits for a server to exit on its own (stdin closed, HTTP session
 /// deleted) before its process group is killed.
@@ -62,6 +64,10 @@ pub(crate) enum Connector {
 pub(crate) struct Offers {
     pub(crate) roots: RwLock<Vec<PathBuf>>,
     pub(crate) elicitor: RwLock<Option<Arc<dyn Elicitor>>>,
+    /// Whether elicitations go to the human of a run waiting on the server first.
+    pub(crate) run_elicitation: AtomicBool,
+    /// The humans of the runs whose calls wait on the server.
+    pub(crate) waiting: Arc<WaitingRuns>,
     pub(crate) sampling: RwLock<Option<Sampling>>,
     pub(crate) notify: RwLock<Option<Arc<Notify>>>,
     /// The tool calls in flight whose progress goes to a run.
@@ -100,7 +106,9 @@ impl Handler {
         if offers.sampling.read().is_ok_and(|s| s.is_some()) {
             capabilities.sampling = Some(SamplingCapability::default());
         }
-        if offers.elicitor.read().is_ok_and(|e| e.is_some()) {
+        if offers.run_elicitation.load(Ordering::Relaxed)
+            || offers.elicitor.read().is_ok_and(|e| e.is_some())
+        {
             capabilities.elicitation = Some(
                 ElicitationCapability::new()
                     .with_form(FormElicitationCapability::new())
@@ -231,22 +239,56 @@ impl ClientHandler for Handler {
         params: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let elicitor = self.offers.elicitor.read().ok().and_then(|e| e.clone());
-        let Some(elicitor) = elicitor else {
-            // No one to ask: the server goes on without the input.
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        let run = if self.offers.run_elicitation.load(Ordering::Relaxed) {
+            match self.offers.waiting.asked() {
+                Asked::Run(human) => Some(human),
+                Asked::Nobody => None,
+                Asked::Ambiguous => {
+                    tracing::warn!(
+                        server = %self.label,
+                        "an MCP elicitation arrived while calls of runs with different humans \
+                         wait on the server; it goes to the server's elicitor, if any"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let asker = match run {
+            Some(human) => Asker::Run(human),
+            None => match self.offers.elicitor.read().ok().and_then(|e| e.clone()) {
+                Some(elicitor) => Asker::Elicitor(elicitor),
+                // No one to ask: the server goes on without the input.
+                None => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+            },
         };
         let request = elicitation::request(&self.label, params);
         let mode = request.mode.clone();
         // On a task of its own, so an elicitor that panics costs the server an answer of
         // `cancel`, not a request that never ends.
-        let response = tokio::spawn(async move { elicitor.elicit(request).await })
+        let response = tokio::spawn(async move { asker.ask(request).await })
             .await
             .unwrap_or_else(|_| {
                 tracing::warn!(server = %self.label, "the MCP elicitor panicked; answering cancel");
                 ElicitationResponse::Cancel
             });
         Ok(elicitation::result(&mode, response))
+    }
+}
+
+/// Who answers an elicitation: a run's human or the server's elicitor.
+enum Asker {
+    Run(Arc<dyn Human>),
+    Elicitor(Arc<dyn Elicitor>),
+}
+
+impl Asker {
+    async fn ask(self, request: ElicitationRequest) -> ElicitationResponse {
+        match self {
+            Self::Run(human) => human.ask(request).await,
+            Self::Elicitor(elicitor) => elicitor.elicit(request).await,
+        }
     }
 }
 

@@ -1,55 +1,14 @@
-//! Elicitation: a server asking the user for input in the middle of a request. The
-//! application answers through an [`Elicitor`]; with none, every request is declined.
+//! Elicitation: a server asking the user for input in the middle of a request. It goes to
+//! the [`Human`] of the run whose call is waiting on the server, when the application
+//! routes it there, else to the server's [`Elicitor`]; with neither it is declined.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use harness_core::async_trait;
+use harness_core::{ElicitationMode, ElicitationRequest, ElicitationResponse, Human, async_trait};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
-
-/// A server's request for input from the user.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ElicitationRequest {
-    /// The server asking, as errors and logs name it.
-    pub server: String,
-    /// What the server says it needs, to show the user.
-    pub message: String,
-    /// How the user answers: a form, or a page to visit.
-    pub mode: ElicitationMode,
-}
-
-/// How a user answers an [`ElicitationRequest`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum ElicitationMode {
-    /// Fill in a form: an object schema of flat, primitive-typed properties (strings,
-    /// numbers, booleans, enums), each perhaps with a `default`.
-    Form {
-        /// The requested schema, as the server sent it.
-        schema: Value,
-    },
-    /// Visit a page (a sign-in, a payment) whose result the server learns by itself; the
-    /// answer carries no content.
-    Url {
-        /// The page to open.
-        url: String,
-        /// The server's id for this elicitation (empty when the server sent none).
-        id: String,
-    },
-}
-
-/// What the user did with an [`ElicitationRequest`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum ElicitationResponse {
-    /// The user answered: the form's fields (a field left out takes the schema's default,
-    /// if it has one), or nothing for a URL.
-    Accept(Map<String, Value>),
-    /// The user said no; the server's operation goes on without the input.
-    Decline,
-    /// The user dismissed the request; the server's operation is cancelled.
-    Cancel,
-}
 
 /// Answers a server's elicitations, for [`McpServer::with_elicitation`](super::McpServer::with_elicitation).
 ///
@@ -119,10 +78,70 @@ pub(crate) fn request(server: &str, params: ElicitRequestParams) -> ElicitationR
             },
         ),
     };
-    ElicitationRequest {
-        server: server.to_owned(),
-        message,
-        mode,
+    ElicitationRequest::new(server, message, mode)
+}
+
+/// The humans of the runs whose calls wait on one server, each for as long as its call does:
+/// where the server's elicitations go when the application routes them to runs.
+#[derive(Default)]
+pub(crate) struct WaitingRuns {
+    next: AtomicU64,
+    calls: Mutex<Vec<(u64, Arc<dyn Human>)>>,
+}
+
+/// Keeps a call's human reachable until the call is over, answered or not.
+pub(crate) struct Waiting {
+    runs: Arc<WaitingRuns>,
+    id: u64,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        lock(&self.runs.calls).retain(|(id, _)| *id != self.id);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Who a server's elicitation goes to.
+pub(crate) enum Asked {
+    /// No run with a human waits on the server.
+    Nobody,
+    /// The one human every waiting call answers to.
+    Run(Arc<dyn Human>),
+    /// Calls of runs with different humans wait at once. The protocol does not say which
+    /// call an elicitation belongs to, so no one of them is asked.
+    Ambiguous,
+}
+
+impl WaitingRuns {
+    /// Files `human` as waiting on the server until the returned guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>, human: Arc<dyn Human>) -> Waiting {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.calls).push((id, human));
+        Waiting {
+            runs: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// Who to ask now.
+    pub(crate) fn asked(&self) -> Asked {
+        let calls = lock(&self.calls);
+        let Some((_, first)) = calls.first() else {
+            return Asked::Nobody;
+        };
+        // The same human behind every call (one toolbox's, one agent's) is unambiguous.
+        if calls
+            .iter()
+            .all(|(_, human)| std::ptr::addr_eq(Arc::as_ptr(human), Arc::as_ptr(first)))
+        {
+            Asked::Run(Arc::clone(first))
+        } else {
+            Asked::Ambiguous
+        }
     }
 }
 
@@ -135,7 +154,7 @@ pub(crate) fn result(mode: &ElicitationMode, response: ElicitationResponse) -> E
                 apply_defaults(schema, &mut content);
                 ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
-            ElicitationMode::Url { .. } => ElicitResult::new(ElicitationAction::Accept),
+            _ => ElicitResult::new(ElicitationAction::Accept),
         },
         ElicitationResponse::Decline => ElicitResult::new(ElicitationAction::Decline),
         ElicitationResponse::Cancel => ElicitResult::new(ElicitationAction::Cancel),
@@ -225,5 +244,30 @@ mod tests {
         let answer = result(&request.mode, ElicitationResponse::Accept(Map::new()));
         assert_eq!(answer.action, ElicitationAction::Accept);
         assert!(answer.content.is_none());
+    }
+
+    struct Nobody;
+
+    #[async_trait]
+    impl Human for Nobody {
+        async fn approve(&self, _: &str, _: &Value) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn one_human_behind_every_waiting_call_is_asked_two_are_not_guessed_between() {
+        let runs = Arc::new(WaitingRuns::default());
+        assert!(matches!(runs.asked(), Asked::Nobody));
+        let (alice, bob): (Arc<dyn Human>, Arc<dyn Human>) = (Arc::new(Nobody), Arc::new(Nobody));
+        let first = runs.enter(Arc::clone(&alice));
+        let second = runs.enter(Arc::clone(&alice));
+        assert!(matches!(runs.asked(), Asked::Run(h) if Arc::ptr_eq(&h, &alice)));
+        let other = runs.enter(Arc::clone(&bob));
+        assert!(matches!(runs.asked(), Asked::Ambiguous));
+        drop((first, second));
+        assert!(matches!(runs.asked(), Asked::Run(h) if Arc::ptr_eq(&h, &bob)));
+        drop(other);
+        assert!(matches!(runs.asked(), Asked::Nobody));
     }
 }

@@ -47,8 +47,9 @@ pub use catalog::{
 };
 use connection::{Connection, Connector, Offers};
 pub use content::{McpCallResult, McpContent};
-pub use elicitation::{ElicitationMode, ElicitationRequest, ElicitationResponse, Elicitor};
+pub use elicitation::Elicitor;
 pub use error::{McpError, McpErrorKind};
+pub use harness_core::{ElicitationMode, ElicitationRequest, ElicitationResponse};
 pub use notifications::McpNotification;
 pub use sampling::{Sampling, SamplingRequest};
 #[cfg(feature = "mcp-server")]
@@ -298,10 +299,31 @@ impl McpServer {
     /// `elicitor`: declared in the handshake, so set it before first use. Without one, every
     /// elicitation is declined and the server goes on without the input. An accepted form
     /// gets the schema's defaults for the fields left out.
+    ///
+    /// With [`McpServer::with_run_elicitation`] as well, the human of a run waiting on the
+    /// server comes first.
     pub fn with_elicitation(self, elicitor: impl Elicitor + 'static) -> Self {
         if let Ok(mut current) = self.shared.offers.elicitor.write() {
             *current = Some(Arc::new(elicitor));
         }
+        self
+    }
+
+    /// Sends the server's elicitations to the [`Human`](harness_core::Human) of the run
+    /// whose tool call waits on the server: the toolbox's
+    /// ([`ToolboxBuilder::human`](harness_core::ToolboxBuilder::human)), the same channel
+    /// the run's approvals go through. Declared in the handshake, so set it before first use.
+    ///
+    /// When no call with a human waits, or calls of runs with *different* humans wait at
+    /// once (the protocol does not say which call an elicitation belongs to, so none of
+    /// them is guessed at), the elicitation goes to the [`Elicitor`] of
+    /// [`McpServer::with_elicitation`], else it is declined. Give each user's runs their
+    /// own `McpServer` when their humans differ and their calls overlap.
+    pub fn with_run_elicitation(self) -> Self {
+        self.shared
+            .offers
+            .run_elicitation
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self
     }
 
@@ -436,6 +458,10 @@ impl McpServer {
                 }
                 None => None,
             };
+            // The run's human, reachable by the server's elicitations while it waits.
+            let _waiting = ctx
+                .and_then(Ctx::human)
+                .map(|human| offers.waiting.enter(Arc::clone(human)));
             let handle = peer.send_request_with_option(request, options).await?;
             let guard = CancelOnDrop {
                 peer: Some(peer.clone()),
