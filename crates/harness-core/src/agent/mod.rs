@@ -11,6 +11,7 @@ mod budget;
 mod context;
 mod events;
 mod fnmatch;
+mod journal;
 mod middleware;
 mod output;
 mod permissions;
@@ -29,6 +30,7 @@ pub use as_tool::AgentTool;
 pub use budget::Budget;
 pub use context::{ContextPolicy, Prune, estimate_tokens};
 pub use events::AgentEvent;
+pub use journal::{Journal, Step};
 pub use middleware::Middleware;
 pub use output::FINAL_TOOL;
 pub use permissions::{Decision, Permissions, Rule};
@@ -231,6 +233,30 @@ impl Agent {
     pub async fn run(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         self.inner
             .drive(input.into(), ToolMode::Concurrent, &stream::Events::none())
+            .await
+    }
+
+    /// Runs the loop to its end with every model call and tool call going through
+    /// `journal`, which may record each result and hand it back on a replay instead of
+    /// running the step again: how a durable engine (`harness-durable`, on Restate) runs an
+    /// agent so a crashed run resumes where it was.
+    ///
+    /// The tool calls of a turn run one at a time, in the model's order, so the steps reach
+    /// the journal in the same order on every replay. Nothing is streamed.
+    ///
+    /// # Errors
+    /// As [`Agent::run`], and whatever error the journal returns for a step.
+    pub async fn run_journaled(
+        &self,
+        input: impl Into<RunInput>,
+        journal: &dyn Journal,
+    ) -> Result<AgentState> {
+        self.inner
+            .drive(
+                input.into(),
+                ToolMode::Sequential,
+                &stream::Events::journaled(journal),
+            )
             .await
     }
 

@@ -141,7 +141,7 @@ impl AgentInner {
         for step in 1..=self.budget.steps() {
             events.emit(|| AgentEvent::StepStarted { step });
             let response = self
-                .ask_model(model, &transcript, &settings, events)
+                .ask_model(step, model, &transcript, &settings, events)
                 .await
                 .map_err(|e| e.with_state(|| spent.snapshot(&transcript)))?;
             let crossed = self.account(&response, &mut spent);
@@ -245,6 +245,7 @@ impl AgentInner {
     /// streamed when someone is watching.
     async fn ask_model(
         &self,
+        step: usize,
         model: &dyn Llm,
         transcript: &[Message],
         settings: &ModelSettings,
@@ -282,8 +283,11 @@ impl AgentInner {
                 "the model's stream ended without a completed turn",
             )))
         }
-        .instrument(span.clone())
-        .await;
+        .instrument(span.clone());
+        let response = match events.journal() {
+            Some(journal) => journal.model_call(step, Box::pin(response)).await,
+            None => response.await,
+        };
         match &response {
             Ok(response) => telemetry::record_response(&span, response),
             Err(error) => telemetry::record_error(&span, error),
@@ -463,16 +467,18 @@ impl AgentInner {
                 for (_, call, gate) in runs {
                     started(call);
                     events.deliver().await;
-                    let result = self
-                        .tools
-                        .call_content_with(
-                            &call.name,
-                            call.id.as_deref(),
-                            call.arguments_value(),
-                            &events.tool_ctx(&ctx, call),
-                            *gate,
-                        )
-                        .await;
+                    let ctx = events.tool_ctx(&ctx, call);
+                    let result = self.tools.call_content_with(
+                        &call.name,
+                        call.id.as_deref(),
+                        call.arguments_value(),
+                        &ctx,
+                        *gate,
+                    );
+                    let result = match events.journal() {
+                        Some(journal) => journal.tool_call(call, Box::pin(result)).await,
+                        None => result.await,
+                    };
                     outcomes.push(self.conclude(call, result, events));
                 }
                 outcomes

@@ -6,25 +6,46 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 
-use super::{AgentEvent, AgentInner, RunInput, ToolMode};
+use super::{AgentEvent, AgentInner, Journal, RunInput, ToolMode};
 use crate::channel::{Emitter, channel_stream};
 use crate::error::Result;
 use crate::llm::BoxStream;
 use crate::message::ToolCall;
 use crate::tool::Ctx;
 
-/// Where the loop reports events: nowhere for `run`, a channel for the streams.
+/// Where the loop reports events (nowhere for `run`, a channel for the streams), and the
+/// journal its steps go through, for a journaled run.
 pub(crate) struct Events<'a> {
     sink: Option<&'a Emitter<Result<AgentEvent>>>,
+    journal: Option<&'a dyn Journal>,
 }
 
 impl<'a> Events<'a> {
     pub(crate) fn none() -> Self {
-        Self { sink: None }
+        Self {
+            sink: None,
+            journal: None,
+        }
     }
 
     fn to(sink: &'a Emitter<Result<AgentEvent>>) -> Self {
-        Self { sink: Some(sink) }
+        Self {
+            sink: Some(sink),
+            journal: None,
+        }
+    }
+
+    /// No events; every step through `journal`.
+    pub(crate) fn journaled(journal: &'a dyn Journal) -> Self {
+        Self {
+            sink: None,
+            journal: Some(journal),
+        }
+    }
+
+    /// The journal steps go through, for a journaled run.
+    pub(crate) fn journal(&self) -> Option<&'a dyn Journal> {
+        self.journal
     }
 
     /// True when someone is watching: the model is then streamed too.
