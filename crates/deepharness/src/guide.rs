@@ -40,3 +40,10 @@ pub mod coding_agent {
 pub mod testing {
     #![doc = include_str!("../guide/testing.md")]
 }
+
+/// Durable runs on Restate: journaled steps, sessions, approvals that wait for days, many
+/// workers (feature `durable`).
+#[cfg(feature = "durable")]
+pub mod durable {
+    #![doc = include_str!("../guide/durable.md")]
+}

@@ -95,7 +95,7 @@ enum Ruling {
 ///
 /// - `run` (exclusive: one at a time per session, sessions in parallel) takes
 ///   `{"message": ".."}`, runs the agent on the session's transcript with every model and
-///   tool call a journaled step ([`RestateJournal`](crate::RestateJournal)), and answers a
+///   tool call a journaled step ([`RestateJournal`]), and answers a
 ///   [`RunReply`]. A call that needs a human (a gated call, a tool's question) suspends the
 ///   run on a Restate awakeable: no worker holds it while it waits, and it goes on, on
 ///   whichever worker Restate picks, once `approve` or `answer` settles it.
