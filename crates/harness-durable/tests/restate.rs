@@ -140,11 +140,23 @@ fn server() -> &'static Server {
     SERVER.get_or_init(|| {
         let binary = restate_server_binary();
         let (ingress, admin, node) = (free_port(), free_port(), free_port());
+        // Earlier runs' data (about 220 MB each) goes; this run's stays for a post-mortem.
+        for entry in std::fs::read_dir(target().join("tmp")).into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with("restate-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
         let data = target().join(format!("tmp/restate-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&data);
         std::fs::create_dir_all(&data).unwrap();
         let log = std::fs::File::create(data.with_extension("log")).unwrap();
-        let child = Command::new(binary)
+        // A static is never dropped: a watcher stops the server within a second of this
+        // test process ending, so no server outlives the suite.
+        let watched = "\"$@\" & server=$!; while kill -0 \"$WATCH\" 2>/dev/null; do sleep 1; done; kill -9 $server";
+        let child = Command::new("sh")
+            .args(["-c", watched, "sh"])
+            .arg(binary)
+            .env("WATCH", std::process::id().to_string())
             .env(
                 "RESTATE_INGRESS__BIND_ADDRESS",
                 format!("127.0.0.1:{ingress}"),
