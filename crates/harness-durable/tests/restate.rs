@@ -367,6 +367,21 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Value> {
     }
 }
 
+/// A model that asks to wire `amount` (call `id`), then reports the tool's result.
+async fn paying_model(amount: u64, id: &'static str) -> Model {
+    Model::start(Duration::ZERO, move |body| {
+        if last(body)["role"] == "tool" {
+            Reply::Text(format!(
+                "result: {}",
+                last(body)["content"].as_str().unwrap_or("")
+            ))
+        } else {
+            Reply::Call("wire", json!({"amount_usd": amount}), id)
+        }
+    })
+    .await
+}
+
 /// The last message of a chat request.
 fn last(body: &Value) -> &Value {
     body["messages"]
@@ -526,17 +541,7 @@ async fn a_worker_killed_mid_run_resumes_on_another_and_nothing_runs_twice() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
 async fn an_approval_suspends_the_run_and_resumes_it_on_a_new_worker() {
-    let model = Model::start(Duration::ZERO, |body| {
-        if last(body)["role"] == "tool" {
-            Reply::Text(format!(
-                "result: {}",
-                last(body)["content"].as_str().unwrap_or("")
-            ))
-        } else {
-            Reply::Call("wire", json!({"amount_usd": 5}), "w1")
-        }
-    })
-    .await;
+    let model = paying_model(5, "w1").await;
     let log = log_file("approve");
     let port = free_port();
     let worker = Worker::start("Approve", port, &model.url, &log).await;
@@ -596,17 +601,7 @@ async fn an_approval_suspends_the_run_and_resumes_it_on_a_new_worker() {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
 async fn a_paused_run_survives_its_worker_and_an_approval_resumes_it_elsewhere() {
-    let model = Model::start(Duration::ZERO, |body| {
-        if last(body)["role"] == "tool" {
-            Reply::Text(format!(
-                "result: {}",
-                last(body)["content"].as_str().unwrap_or("")
-            ))
-        } else {
-            Reply::Call("wire", json!({"amount_usd": 7}), "w7")
-        }
-    })
-    .await;
+    let model = paying_model(7, "w7").await;
     let log = log_file("survive");
     let port = free_port();
     let worker = Worker::start("Survive", port, &model.url, &log).await;
