@@ -26,7 +26,19 @@ pub trait GraphState: Clone + Send + Sync + 'static {
 /// The wave limit of [`Executor::run`].
 pub const DEFAULT_MAX_STEPS: usize = 50;
 
-type NodeFuture<S> = Pin<Box<dyn Future<Output = Result<S, NodeError>> + Send>>;
+/// A node's run, not started yet, as a [`NodeJournal`] gets it.
+pub type NodeFuture<S> = Pin<Box<dyn Future<Output = Result<S, NodeError>> + Send>>;
+
+/// Runs a graph's nodes: every node of [`Executor::run_journaled`] goes through it.
+///
+/// An implementation records each node's result (the state the node returned) and, when the
+/// run is replayed after a crash, returns the recorded one instead of running the node
+/// again. `harness-durable` implements it on Restate.
+#[harness_core::async_trait]
+pub trait NodeJournal<S>: Send + Sync {
+    /// Runs (or replays) node `node` of wave `wave` (1 for the first).
+    async fn node(&self, wave: usize, node: &str, run: NodeFuture<S>) -> Result<S, NodeError>;
+}
 type NodeFn<S> = Arc<dyn Fn(S) -> NodeFuture<S> + Send + Sync>;
 type Predicate<S> = Arc<dyn Fn(&S) -> bool + Send + Sync>;
 
@@ -377,7 +389,7 @@ impl<S: GraphState> Executor<S> {
     /// # Errors
     /// As [`Executor::run_with_steps`].
     pub async fn run(&self, state: S) -> Result<S, GraphError> {
-        self.drive(state, DEFAULT_MAX_STEPS, None).await
+        self.drive(state, DEFAULT_MAX_STEPS, None, None).await
     }
 
     /// Runs from `S::default()`, at most 50 waves.
@@ -400,7 +412,25 @@ impl<S: GraphState> Executor<S> {
     /// [`GraphError::Execution`] naming a failing node, [`GraphError::ConcurrentUpdate`],
     /// [`GraphError::StepLimitExceeded`] carrying the state reached.
     pub async fn run_with_steps(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
-        self.drive(state, max_steps, None).await
+        self.drive(state, max_steps, None, None).await
+    }
+
+    /// Runs from `state`, at most `max_steps` waves, with every node's run going through
+    /// `journal`, which may record each node's result and hand it back on a replay instead
+    /// of running the node again: how a durable engine (`harness-durable`, on Restate) runs
+    /// a graph so a crashed run resumes in the wave it was in. The nodes of a wave run one
+    /// at a time, in ready order, so the journal sees the same steps in the same order on
+    /// every replay.
+    ///
+    /// # Errors
+    /// As [`Executor::run_with_steps`]; a node whose journal step fails fails the run.
+    pub async fn run_journaled(
+        &self,
+        state: S,
+        max_steps: usize,
+        journal: &dyn NodeJournal<S>,
+    ) -> Result<S, GraphError> {
+        self.drive(state, max_steps, None, Some(journal)).await
     }
 
     /// Runs from `state` (at most 50 waves) reporting progress as it goes; the run's result
@@ -418,7 +448,8 @@ impl<S: GraphState> Executor<S> {
                 watch(event);
             }
         };
-        self.drive(state, DEFAULT_MAX_STEPS, Some(&send)).await
+        self.drive(state, DEFAULT_MAX_STEPS, Some(&send), None)
+            .await
     }
 
     /// Runs from `state` (at most 50 waves) as a stream: [`GraphUpdate::Progress`] events
@@ -430,7 +461,9 @@ impl<S: GraphState> Executor<S> {
     ) -> impl Stream<Item = Result<GraphUpdate<S>, GraphError>> + Send + '_ {
         channel_stream(move |sink| async move {
             let send = |event: GraphEvent| sink.emit(Ok(GraphUpdate::Progress(event)));
-            let outcome = self.drive(state, DEFAULT_MAX_STEPS, Some(&send)).await;
+            let outcome = self
+                .drive(state, DEFAULT_MAX_STEPS, Some(&send), None)
+                .await;
             sink.emit(outcome.map(GraphUpdate::Finished));
         })
     }
@@ -485,6 +518,7 @@ impl<S: GraphState> Executor<S> {
         max_steps: usize,
         // None when nobody watches: the events (and their name copies) are not built.
         watcher: Option<&(dyn Fn(GraphEvent) + Send + Sync)>,
+        journal: Option<&dyn NodeJournal<S>>,
     ) -> Result<S, GraphError> {
         let nodes = self.topology.nodes();
         let count = nodes.len();
@@ -508,9 +542,15 @@ impl<S: GraphState> Executor<S> {
                     watch(GraphEvent::NodeStarted { node: name.clone() });
                 }
                 let span = tracing::info_span!("graph_node", "graph.node.name" = %name, "graph.wave" = wave);
-                let run = tracing::Instrument::instrument((self.nodes[n])(snapshot.clone()), span);
+                let run: NodeFuture<S> = Box::pin(tracing::Instrument::instrument(
+                    (self.nodes[n])(snapshot.clone()),
+                    span,
+                ));
                 async move {
-                    let result = run.await;
+                    let result = match journal {
+                        Some(journal) => journal.node(wave, name, run).await,
+                        None => run.await,
+                    };
                     if let Some(watch) = watcher {
                         watch(GraphEvent::NodeFinished {
                             node: name.clone(),
@@ -523,8 +563,18 @@ impl<S: GraphState> Executor<S> {
                     })
                 }
             });
-            // The first failure ends the wave: its siblings are dropped, not awaited.
-            let branches = try_join_all(runs).await?;
+            let branches = if journal.is_some() {
+                // One at a time, in ready order: the journal sees the same steps in the same
+                // order on a replay.
+                let mut branches = Vec::with_capacity(ready.len());
+                for run in runs {
+                    branches.push(run.await?);
+                }
+                branches
+            } else {
+                // The first failure ends the wave: its siblings are dropped, not awaited.
+                try_join_all(runs).await?
+            };
             state = S::merge(&snapshot, &branches)?;
             for &n in &ready {
                 finished[n] = true;

@@ -18,7 +18,8 @@ mod topology;
 
 pub use error::{GraphError, NodeError};
 pub use graph::{
-    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, GraphUpdate, NodeId, NodeRef, Place,
+    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, GraphUpdate, NodeFuture, NodeId,
+    NodeJournal, NodeRef, Place,
 };
 pub use harness_macros::GraphState;
 use topology::Topology;
