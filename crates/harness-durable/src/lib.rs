@@ -12,6 +12,9 @@
 //!   the journal instead of running them again.
 //! - A call that needs a human (a gated call, a tool's question) suspends the run on an
 //!   awakeable; the object's `approve` / `answer` handlers settle it from any process.
+//! - [`DurableGraph`] serves a graph's [`Executor`](harness_graph::Executor) as a Restate
+//!   service: every node's run is a journaled step, so a graph whose worker dies mid-wave
+//!   resumes in that wave without running its finished nodes again.
 //! - [`serve`] runs a worker; [`register`] tells a Restate server where it is.
 //!
 //! What a tool must do to be safe when its step runs again (the worker died after the tool
@@ -21,10 +24,12 @@
 //!
 //! The guide's `durable` chapter shows a worker, the server and the calls over curl.
 
+mod graph;
 mod journal;
 mod session;
 mod worker;
 
+pub use graph::{DurableGraph, RestateNodeJournal};
 pub use journal::{EventSink, RestateJournal};
 pub use session::{Answer, Approval, DurableAgent, RunReply, RunRequest, Waiting};
 pub use worker::{register, serve, serve_until};

@@ -130,18 +130,7 @@ impl DurableAgent {
     /// # Errors
     /// A configuration error naming the problem when `name` is not a valid service name.
     pub fn new(name: impl Into<String>, agent: Agent) -> harness_core::Result<Self> {
-        let name = name.into();
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(harness_core::Error::configuration(format!(
-                "'{name}' is not a Restate service name: use letters, digits and '_', \
-                 starting with a letter"
-            )));
-        }
+        let name = check_name(name.into())?;
         Ok(Self {
             name,
             agent: Arc::new(agent),
@@ -213,38 +202,62 @@ const HANDLERS: [(&str, bool); 5] = [
     ("state", true),
 ];
 
-#[allow(clippy::expect_used)] // the names are this crate's constants and the checked service name
+/// `name` when Restate accepts it as a service name.
+pub(crate) fn check_name(name: String) -> harness_core::Result<String> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && discovery::ServiceName::try_from(name.clone()).is_ok();
+    if valid {
+        Ok(name)
+    } else {
+        Err(harness_core::Error::configuration(format!(
+            "'{name}' is not a Restate service name: use letters, digits and '_', starting \
+             with a letter"
+        )))
+    }
+}
+
+/// A handler's entry in the service manifest: JSON in (or nothing) and JSON out.
+pub(crate) fn handler(name: &'static str, shared: bool, takes_input: bool) -> discovery::Handler {
+    discovery::Handler {
+        name: discovery::HandlerName::try_from(name)
+            .unwrap_or_else(|_| unreachable!("this crate's handler names are valid")),
+        input: Some(if takes_input {
+            discovery::InputPayload::from_metadata::<Json<Value>>()
+        } else {
+            discovery::InputPayload::empty()
+        }),
+        output: Some(discovery::OutputPayload::from_metadata::<Json<Value>>()),
+        ty: shared.then_some(discovery::HandlerType::Shared),
+        documentation: None,
+        metadata: HashMap::default(),
+        abort_timeout: None,
+        inactivity_timeout: None,
+        journal_retention: None,
+        idempotency_retention: None,
+        workflow_completion_retention: None,
+        enable_lazy_state: None,
+        ingress_private: None,
+        retry_policy_initial_interval: None,
+        retry_policy_max_interval: None,
+        retry_policy_max_attempts: None,
+        retry_policy_exponentiation_factor: None,
+        retry_policy_on_max_attempts: None,
+    }
+}
+
 fn describe(name: &str) -> discovery::Service {
     let handlers = HANDLERS
         .iter()
-        .map(|&(handler, shared)| discovery::Handler {
-            name: discovery::HandlerName::try_from(handler).expect("a valid handler name"),
-            input: Some(if handler == "pending" || handler == "state" {
-                discovery::InputPayload::empty()
-            } else {
-                discovery::InputPayload::from_metadata::<Json<Value>>()
-            }),
-            output: Some(discovery::OutputPayload::from_metadata::<Json<Value>>()),
-            ty: shared.then_some(discovery::HandlerType::Shared),
-            documentation: None,
-            metadata: HashMap::default(),
-            abort_timeout: None,
-            inactivity_timeout: None,
-            journal_retention: None,
-            idempotency_retention: None,
-            workflow_completion_retention: None,
-            enable_lazy_state: None,
-            ingress_private: None,
-            retry_policy_initial_interval: None,
-            retry_policy_max_interval: None,
-            retry_policy_max_attempts: None,
-            retry_policy_exponentiation_factor: None,
-            retry_policy_on_max_attempts: None,
-        })
+        .map(|&(name, shared)| handler(name, shared, name != "pending" && name != "state"))
         .collect();
     discovery::Service {
         ty: discovery::ServiceType::VirtualObject,
-        name: discovery::ServiceName::try_from(name.to_owned()).expect("a checked service name"),
+        name: discovery::ServiceName::try_from(name.to_owned())
+            .unwrap_or_else(|_| unreachable!("the name was checked in new()")),
         handlers,
         documentation: Some("A deepharness agent; each key is a session.".to_owned()),
         metadata: HashMap::default(),

@@ -15,8 +15,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use harness_core::{Agent, ToolError, tool};
-use harness_durable::{DurableAgent, register, serve};
+use harness_durable::{DurableAgent, DurableGraph, register, serve};
+use harness_graph::{Graph, GraphError, GraphState, Place};
 use harness_providers::OpenAi;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -44,6 +46,45 @@ fn wire(amount_usd: u64) -> String {
     format!("sent ${amount_usd}")
 }
 
+/// The graph's state: the nodes that ran, in merge order.
+#[derive(Debug, Clone, Default, PartialEq, GraphState, Serialize, Deserialize)]
+struct Flow {
+    #[reducer(concat)]
+    visited: Vec<String>,
+}
+
+/// Appends `line` to the worker's log file.
+fn log_line(line: &str) {
+    use std::io::Write as _;
+    let path = std::env::var("DURABLE_LOG").unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+/// `a` and `b` in the first wave, `c` after both; `b` waits while `<log>.hold` exists.
+fn flow_graph() -> harness_graph::Executor<Flow> {
+    let mut g = Graph::<Flow>::new();
+    for (name, place) in [("a", Place::START), ("b", Place::START), ("c", Place::END)] {
+        g.add_async(name, place, move |mut s: Flow| async move {
+            log_line(name);
+            let hold = format!("{}.hold", std::env::var("DURABLE_LOG").unwrap());
+            while name == "b" && Path::new(&hold).exists() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            s.visited.push(name.to_owned());
+            Ok::<_, GraphError>(s)
+        })
+        .unwrap();
+    }
+    g.connect("a", "c").unwrap();
+    g.connect("b", "c").unwrap();
+    g.build().unwrap()
+}
+
 #[test]
 #[ignore = "the worker process of the Restate suite, started by the tests"]
 fn durable_worker() {
@@ -64,15 +105,18 @@ fn durable_worker() {
             .tool(Wire)
             .build()
             .unwrap();
-        let definition = DurableAgent::new(service, agent)
+        let definition = DurableAgent::new(service.clone(), agent)
             .unwrap()
             .with_inactivity_timeout(Duration::from_secs(2))
+            .definition();
+        let graph = DurableGraph::new(format!("{service}Graph"), flow_graph())
+            .unwrap()
             .definition();
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap();
         eprintln!("worker listening on {port}");
-        serve(listener, [definition]).await;
+        serve(listener, [definition, graph]).await;
     });
     std::process::exit(0);
 }
@@ -696,4 +740,37 @@ async fn calls_on_one_session_run_in_order_and_sessions_run_in_parallel() {
     }
     let took = started.elapsed();
     assert!(took < Duration::from_secs(25), "100 sessions took {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn a_graph_killed_mid_wave_resumes_without_running_finished_nodes_again() {
+    let model = Model::start(Duration::ZERO, |_| Reply::Text("unused".into())).await;
+    let log = log_file("graph");
+    let hold = PathBuf::from(format!("{}.hold", log.display()));
+    std::fs::write(&hold, "").unwrap();
+    let port = free_port();
+    let worker = Worker::start("Graphs", port, &model.url, &log).await;
+    let (status, answer) = post(
+        "restate/send/GraphsGraph/run",
+        json!({"visited": []}),
+        &[("idempotency-key", "graph-1")],
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    let invocation = answer["invocationId"].as_str().unwrap().to_owned();
+    // `a` finished and was journaled; `b`, in the same wave, is in flight.
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("node b to start", Duration::from_secs(30), || {
+        read().contains("b\n")
+    })
+    .await;
+    worker.kill();
+    std::fs::remove_file(&hold).unwrap();
+    let _worker = Worker::start("Graphs", port, &model.url, &log).await;
+    let (status, state) = attach(&invocation).await;
+    assert_eq!(status, 200, "{state}");
+    assert_eq!(state, json!({"visited": ["a", "b", "c"]}));
+    // `a` ran once; `b` twice (it was in flight when the worker died); `c` once.
+    assert_eq!(read(), "a\nb\nb\nc\n");
 }
