@@ -40,6 +40,12 @@ fn append_line(line: String) -> Result<String, ToolError> {
     Ok(format!("appended {line}"))
 }
 
+/// Ask which account to bill.
+#[tool]
+fn pick_account() -> Result<String, ToolError> {
+    Err(ToolError::needs_human("Which account?"))
+}
+
 /// Send money to a payee.
 #[tool(requires_approval)]
 fn wire(amount_usd: u64) -> String {
@@ -103,6 +109,7 @@ fn durable_worker() {
         let agent = Agent::builder(model)
             .tool(AppendLine)
             .tool(Wire)
+            .tool(PickAccount)
             .build()
             .unwrap();
         let definition = DurableAgent::new(service.clone(), agent)
@@ -495,6 +502,25 @@ async fn attach(invocation: &str) -> (u16, Value) {
     )
 }
 
+/// The calls the run on `service`/`session` waits on, once there are any.
+async fn wait_pending(service: &str, session: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pending = post(
+            &format!("restate/call/{service}/{session}/pending"),
+            Value::Null,
+            &[],
+        )
+        .await
+        .1;
+        if pending.as_array().is_some_and(|p| !p.is_empty()) {
+            return pending;
+        }
+        assert!(Instant::now() < deadline, "the run never paused");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// An invocation's status as the admin API's SQL reports it (`running`, `suspended`, ..).
 async fn invocation_status(invocation: &str) -> String {
     let response = client()
@@ -595,19 +621,7 @@ async fn an_approval_suspends_the_run_and_resumes_it_on_a_new_worker() {
     ] {
         let invocation = send_run("Approve", session, "pay", &format!("approve-{session}")).await;
         // The run waits on a human: `pending` lists the gated call with its arguments.
-        let mut pending = Value::Null;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while pending.as_array().is_none_or(Vec::is_empty) {
-            assert!(Instant::now() < deadline, "the run never paused");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            pending = post(
-                &format!("restate/call/Approve/{session}/pending"),
-                Value::Null,
-                &[],
-            )
-            .await
-            .1;
-        }
+        let pending = wait_pending("Approve", session).await;
         assert_eq!(pending[0]["call_id"], json!("w1"), "{pending}");
         assert_eq!(
             pending[0]["arguments"],
@@ -644,21 +658,57 @@ async fn an_approval_suspends_the_run_and_resumes_it_on_a_new_worker() {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn a_tools_question_waits_for_its_answer_which_becomes_the_calls_result() {
+    let model = Model::start(Duration::ZERO, |body| {
+        if last(body)["role"] == "tool" {
+            Reply::Text(format!(
+                "billing {}",
+                last(body)["content"].as_str().unwrap_or("")
+            ))
+        } else {
+            Reply::Call("pick_account", json!({}), "q1")
+        }
+    })
+    .await;
+    let log = log_file("question");
+    let _worker = Worker::start("Question", free_port(), &model.url, &log).await;
+    let invocation = send_run("Question", "s", "bill it", "question-1").await;
+    let pending = wait_pending("Question", "s").await;
+    assert_eq!(pending[0]["question"], json!("Which account?"), "{pending}");
+    assert_eq!(
+        pending[0]["arguments"],
+        Value::Null,
+        "a question, not an approval"
+    );
+    // An approval is not an answer: refused, the run still waits.
+    let (status, _) = post(
+        "restate/call/Question/s/approve",
+        json!({"call_id": "q1", "approved": true}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, settled) = post(
+        "restate/call/Question/s/answer",
+        json!({"call_id": "q1", "answer": "ops-7"}),
+        &[],
+    )
+    .await;
+    assert_eq!((status, &settled), (200, &json!(1)));
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["output"], json!("billing ops-7"), "{reply}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
 async fn a_paused_run_survives_its_worker_and_an_approval_resumes_it_elsewhere() {
     let model = paying_model(7, "w7").await;
     let log = log_file("survive");
     let port = free_port();
     let worker = Worker::start("Survive", port, &model.url, &log).await;
     let invocation = send_run("Survive", "s", "pay", "survive-1").await;
-    let mut pending = Value::Null;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while pending.as_array().is_none_or(Vec::is_empty) {
-        assert!(Instant::now() < deadline, "the run never paused");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        pending = post("restate/call/Survive/s/pending", Value::Null, &[])
-            .await
-            .1;
-    }
+    wait_pending("Survive", "s").await;
     // Past the worker's inactivity timeout (2 s) Restate suspends the run: no worker holds it.
     let deadline = Instant::now() + Duration::from_secs(30);
     while invocation_status(&invocation).await != "suspended" {
