@@ -21,14 +21,39 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         None => run("cargo", &["bench", "--workspace"], &[]),
         Some("graph") => graph(),
         Some("http") => http::http(&args[1..]),
+        Some("durable") => durable(),
         Some(other) => Err(format!(
             "unknown benchmark `{other}`: `cargo xtask bench` runs them all, \
              `cargo xtask bench graph` the graph executor against the Python original, \
              `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]` \
              a two-step agent run over loopback HTTP against bare reqwest and the Python \
-             original"
+             original, `cargo xtask bench durable` durable runs on a real Restate server"
         )),
     }
+}
+
+/// Durable runs on a real Restate server (installed as `cargo xtask e2e-durable` does) with a
+/// model that answers after 100 ms: a two-step run's wall time against the same run in
+/// process, the journal's cost per step, 1,000 concurrent runs on one node and one worker,
+/// the worker's memory. Release build; prints a Markdown table.
+fn durable() -> Result<(), String> {
+    run(
+        "cargo",
+        &[
+            "test",
+            "--release",
+            "-p",
+            "deepharness-durable",
+            "--test",
+            "restate",
+            "--",
+            "--ignored",
+            "--exact",
+            "benchmark",
+            "--nocapture",
+        ],
+        &[("DURABLE_BENCH", "1")],
+    )
 }
 
 /// One graph's figures: the node runs in one run of it, and seconds per run on each side.

@@ -4,7 +4,8 @@
 //!   (`cargo test --workspace`, the README's command), the docs with warnings denied, and
 //!   `cargo deny check`.
 //! - `bench`: the benchmarks (`cargo bench --workspace`); `bench graph` runs the graph
-//!   executor's benchmark and the same graphs on the Python original, and prints the ratio.
+//!   executor's benchmark and the same graphs on the Python original, and prints the ratio;
+//!   `bench durable` durable runs on a real Restate server against the same runs in process.
 //! - `release <version> [--dry-run]`: bump every crate together, check the changelog,
 //!   `cargo publish --workspace --dry-run`, and build every package from its tarball; never
 //!   uploads.
@@ -76,7 +77,9 @@ commands:
               cargo deny check (advisories only where the database can be fetched)
   bench       cargo bench --workspace; `bench graph`: the graph executor's benchmark and the
               same graphs on the Python original (deepharness==0.2.0, installed into
-              target/peers/bench-py), per-node figures and their ratio
+              target/peers/bench-py), per-node figures and their ratio; `bench durable`:
+              durable runs on a real Restate server against the same runs in process,
+              1,000 concurrent runs on one node and one worker, the worker's memory
   conformance the official MCP conformance suite (client mode) against the example client;
               installs Node 22 and the suite into target/peers when absent
   release     release <version> [--dry-run]: bump every crate and inter-crate dependency to
