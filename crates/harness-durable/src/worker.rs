@@ -4,8 +4,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use harness_core::{Error, Result};
+use hyper::server::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
 use restate_sdk::endpoint::Endpoint;
-use restate_sdk::http_server::HttpServer;
+use restate_sdk::hyper::HyperEndpoint;
 use restate_sdk::service::ServiceDefinition;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -14,18 +17,47 @@ use tokio::net::TcpListener;
 /// any Restate service) on `listener` until the process gets Ctrl-C: a worker. Restate
 /// speaks HTTP/2 without TLS (h2c) to it.
 pub async fn serve(listener: TcpListener, services: impl IntoIterator<Item = ServiceDefinition>) {
-    HttpServer::new(endpoint(services)).serve(listener).await;
+    serve_until(listener, services, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
 }
 
-/// As [`serve`], stopping when `shutdown` completes.
+/// As [`serve`], stopping when `shutdown` completes: no new connections, and up to ten
+/// seconds for the open ones to finish.
 pub async fn serve_until(
     listener: TcpListener,
     services: impl IntoIterator<Item = ServiceDefinition>,
     shutdown: impl Future,
 ) {
-    HttpServer::new(endpoint(services))
-        .serve_with_cancel(listener, shutdown)
-        .await;
+    let endpoint = HyperEndpoint::new(endpoint(services));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, remote)) = accepted else { continue };
+                // Each journal entry is a small frame the worker waits on an answer to:
+                // sent at once, not held for the peer's delayed ACK.
+                let _ = stream.set_nodelay(true);
+                let connection = http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), endpoint.clone());
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(error) = connection.await {
+                        tracing::debug!(%remote, %error, "a Restate connection ended with an error");
+                    }
+                });
+            }
+            () = async { (&mut shutdown).await; } => break,
+        }
+    }
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => {
+            tracing::warn!("connections still open 10 s after shutdown; leaving them");
+        }
+    }
 }
 
 fn endpoint(services: impl IntoIterator<Item = ServiceDefinition>) -> Endpoint {

@@ -10,7 +10,8 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::cast_precision_loss
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation
 )]
 
 use std::net::TcpListener as StdListener;
@@ -838,10 +839,13 @@ async fn a_graph_killed_mid_wave_resumes_without_running_finished_nodes_again() 
 // The benchmark (cargo xtask bench durable): skipped unless DURABLE_BENCH is set
 // ---------------------------------------------------------------------------------------
 
-/// A model answering after 100 ms: a call of `append_line`, then the tool's result as text.
-async fn slow_model() -> Model {
-    Model::start(Duration::from_millis(100), |body| {
-        if last(body)["role"] == "tool" {
+/// A model answering after `delay`: to "hi", "hello"; else a call of `append_line`, then
+/// the tool's result as text.
+async fn slow_model(delay: Duration) -> Model {
+    Model::start(delay, |body| {
+        if last(body)["content"] == "hi" {
+            Reply::Text("hello".into())
+        } else if last(body)["role"] == "tool" {
             Reply::Text(format!(
                 "done: {}",
                 last(body)["content"].as_str().unwrap_or("")
@@ -871,7 +875,6 @@ fn status_kb(pid: u32, field: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "the durable benchmark; run by cargo xtask bench durable"]
 async fn benchmark() {
-    use futures_util::StreamExt as _;
     if std::env::var("DURABLE_BENCH").is_err() {
         return;
     }
@@ -885,10 +888,12 @@ async fn benchmark() {
         env("DURABLE_BENCH_RUNS", 20),
         env("DURABLE_BENCH_CONCURRENT", 1000),
     );
-    let model = slow_model().await;
+    let delay = Duration::from_millis(env("DURABLE_BENCH_DELAY_MS", 100) as u64);
+    let model = slow_model(delay).await;
     let log = log_file("bench");
 
-    // The same two-step run in process, without Restate.
+    // The same runs in process, without Restate: one step ("hi": the model answers), and
+    // three (model, tool, model).
     let agent = Agent::builder(
         OpenAi::builder("mock")
             .api_key("test")
@@ -899,34 +904,89 @@ async fn benchmark() {
     .tool(AppendLine)
     .build()
     .unwrap();
-    let mut plain = Vec::new();
+    let mut plain = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let started = Instant::now();
-        let state = agent.run("go").await.unwrap();
-        plain.push(started.elapsed());
-        assert_eq!(state.output_text(), "done: appended x");
+        for (message, samples, expected) in [
+            ("hi", &mut plain.0, "hello"),
+            ("go", &mut plain.1, "done: appended x"),
+        ] {
+            let started = Instant::now();
+            let state = agent.run(message).await.unwrap();
+            samples.push(started.elapsed());
+            assert_eq!(state.output_text(), expected);
+        }
     }
 
     let worker = Worker::start("Bench", free_port(), &model.url, &log).await;
-    let mut durable = Vec::new();
+    let mut durable = (Vec::new(), Vec::new());
     for i in 0..runs {
-        let started = Instant::now();
-        let (status, reply) = post(
-            &format!("restate/call/Bench/seq{i}/run"),
-            json!({"message": "go"}),
-            &[],
-        )
-        .await;
-        durable.push(started.elapsed());
-        assert_eq!(
-            (status, &reply["output"]),
-            (200, &json!("done: appended x"))
-        );
+        for (message, samples, expected) in [
+            ("hi", &mut durable.0, "hello"),
+            ("go", &mut durable.1, "done: appended x"),
+        ] {
+            let started = Instant::now();
+            let (status, reply) = post(
+                &format!("restate/call/Bench/seq-{message}-{i}/run"),
+                json!({"message": message}),
+                &[],
+            )
+            .await;
+            samples.push(started.elapsed());
+            assert_eq!((status, &reply["output"]), (200, &json!(expected)));
+        }
     }
 
+    let (completed, took) = concurrent_runs(concurrent).await;
+    let pid = worker.child.id();
+    let (peak, rss) = (status_kb(pid, "VmHWM:"), status_kb(pid, "VmRSS:"));
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (plain1, plain3) = (median(plain.0), median(plain.1));
+    let (durable1, durable3) = (median(durable.0), median(durable.1));
+    // Three steps cost two more than one: what two steps add, halved, is one step's cost;
+    // the rest of the one-step run's extra is the invocation's own (ingress, start, end).
+    let step = (ms(durable3) - ms(plain3) - (ms(durable1) - ms(plain1))) / 2.0;
+    let invocation = ms(durable1) - ms(plain1) - step;
+    println!(
+        "\n| measure (model answers after {} ms) | value |\n| --- | --- |",
+        delay.as_millis()
+    );
+    println!(
+        "| two-step run (model, tool, model) in process, median of {runs} | {:.1} ms |",
+        ms(plain3)
+    );
+    println!(
+        "| the same run durable, called over the ingress, median of {runs} | {:.1} ms |",
+        ms(durable3)
+    );
+    println!("| ratio | {:.3}x |", ms(durable3) / ms(plain3));
+    println!(
+        "| one-step run in process / durable | {:.1} ms / {:.1} ms |",
+        ms(plain1),
+        ms(durable1)
+    );
+    println!("| journal cost per step (a model or tool call) | {step:.1} ms |");
+    println!("| the invocation's own cost (ingress, start, state, end) | {invocation:.1} ms |");
+    println!(
+        "| {concurrent} concurrent durable two-step runs, one node, one worker | {completed} completed in {:.1} s, {:.0} runs/s |",
+        took.as_secs_f64(),
+        completed as f64 / took.as_secs_f64()
+    );
+    println!(
+        "| worker memory after them | {:.1} MB peak RSS, {:.1} MB now |",
+        peak as f64 / 1024.0,
+        rss as f64 / 1024.0
+    );
+    assert_eq!(completed, concurrent, "every concurrent run completed");
+}
+
+/// Starts `n` durable two-step runs at once, each on its own session, and waits for all:
+/// how many answered as expected, and how long it took.
+async fn concurrent_runs(n: usize) -> (usize, Duration) {
+    use futures_util::StreamExt as _;
     let started = Instant::now();
     let sends =
-        futures_util::stream::iter(0..concurrent)
+        futures_util::stream::iter(0..n)
             .map(|i| async move {
                 send_run("Bench", &format!("c{i}"), "go", &format!("bench-{i}")).await
             })
@@ -943,37 +1003,5 @@ async fn benchmark() {
         .iter()
         .filter(|(status, reply)| *status == 200 && reply["output"] == json!("done: appended x"))
         .count();
-    let pid = worker.child.id();
-    let (peak, rss) = (status_kb(pid, "VmHWM:"), status_kb(pid, "VmRSS:"));
-
-    let (plain, durable) = (median(plain), median(durable));
-    let overhead = durable.saturating_sub(plain) / 3;
-    println!("\n| measure | value |\n| --- | --- |");
-    println!(
-        "| two-step run in process (median of {runs}) | {:.1} ms |",
-        plain.as_secs_f64() * 1e3
-    );
-    println!(
-        "| the same run durable, over the ingress (median of {runs}) | {:.1} ms |",
-        durable.as_secs_f64() * 1e3
-    );
-    println!(
-        "| ratio | {:.3}x |",
-        durable.as_secs_f64() / plain.as_secs_f64()
-    );
-    println!(
-        "| journal overhead per step (3 steps: model, tool, model) | {:.1} ms |",
-        overhead.as_secs_f64() * 1e3
-    );
-    println!(
-        "| {concurrent} concurrent durable runs, one node, one worker | {completed} completed in {:.1} s, {:.0} runs/s |",
-        took.as_secs_f64(),
-        completed as f64 / took.as_secs_f64()
-    );
-    println!(
-        "| worker memory after them | {:.1} MB peak RSS, {:.1} MB now |",
-        peak as f64 / 1024.0,
-        rss as f64 / 1024.0
-    );
-    assert_eq!(completed, concurrent, "every concurrent run completed");
+    (completed, took)
 }
