@@ -17,11 +17,11 @@
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use harness_core::{Agent, ToolError, tool};
+use harness_core::{Agent, AgentEvent, ToolError, tool};
 use harness_durable::{DurableAgent, DurableGraph, register, serve};
 use harness_graph::{Graph, GraphError, GraphState, Place};
 use harness_providers::OpenAi;
@@ -122,9 +122,27 @@ fn durable_worker() {
             .tool(PickAccount)
             .build()
             .unwrap();
+        // Every event the run reports, a line each, beside the tool's log.
+        let events = format!("{}.events", std::env::var("DURABLE_LOG").unwrap());
         let definition = DurableAgent::new(service.clone(), agent)
             .unwrap()
             .with_inactivity_timeout(Duration::from_secs(2))
+            .with_events(move |session, event| {
+                use std::io::Write as _;
+                let line = match event {
+                    AgentEvent::StepStarted { step } => format!("{session} step {step}"),
+                    AgentEvent::ToolStarted { name, .. } => format!("{session} started {name}"),
+                    AgentEvent::ToolFinished { name, .. } => format!("{session} finished {name}"),
+                    AgentEvent::TextDelta(text) => format!("{session} text {text}"),
+                    other => format!("{session} {other:?}"),
+                };
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&events)
+                    .unwrap();
+                writeln!(file, "{line}").unwrap();
+            })
             .definition();
         let graph = DurableGraph::new(format!("{service}Graph"), flow_graph())
             .unwrap()
@@ -337,6 +355,8 @@ enum Reply {
     Call(&'static str, Value, &'static str),
     /// Never answers (the connection stays open).
     Hang,
+    /// Fails with this status (and `Retry-After: 0`, so the client retries at once).
+    Status(u16),
 }
 
 struct Model {
@@ -368,6 +388,16 @@ impl Model {
                     let reply = match script(&body) {
                         Reply::Hang => {
                             tokio::time::sleep(Duration::from_secs(3600)).await;
+                            return;
+                        }
+                        Reply::Status(code) => {
+                            let body = r#"{"error": {"message": "scripted failure", "type": "server_error"}}"#;
+                            let head = format!(
+                                "HTTP/1.1 {code} Scripted\r\ncontent-type: application/json\r\nretry-after: 0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                                body.len()
+                            );
+                            let _ = socket.write_all(head.as_bytes()).await;
+                            let _ = socket.write_all(body.as_bytes()).await;
                             return;
                         }
                         Reply::Text(text) => {
@@ -559,6 +589,7 @@ async fn wait_for(what: &str, within: Duration, mut done: impl FnMut() -> bool) 
 fn log_file(name: &str) -> PathBuf {
     let path = target().join(format!("tmp/durable-{name}-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(format!("{}.events", path.display()));
     path
 }
 
@@ -616,6 +647,58 @@ async fn a_worker_killed_mid_run_resumes_on_another_and_nothing_runs_twice() {
         "the first model call was made once: {requests:#?}"
     );
     assert_eq!(requests.len(), 3, "only the call in flight was made again");
+    // Events come from the steps that ran, never from a replay: the tool's once, the
+    // second model call's twice (it was in flight when the worker died).
+    let events = std::fs::read_to_string(format!("{}.events", log.display())).unwrap();
+    assert_eq!(
+        events,
+        "s1 step 1\ns1 started append_line\ns1 finished append_line\ns1 step 2\n\
+         s1 step 2\ns1 text done: appended hello\n",
+        "{events}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn a_failure_past_the_clients_retries_is_retried_as_a_step_and_a_refusal_ends_the_run() {
+    // Six 503s: the HTTP client's four attempts fail, the step fails, Restate runs it again,
+    // and its third request gets through. A 401 is not retried: the run ends.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&seen);
+    let model = Model::start(Duration::ZERO, move |body| {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        if last(body)["content"] == "refused" {
+            Reply::Status(401)
+        } else if n < 6 {
+            Reply::Status(503)
+        } else {
+            Reply::Text("through".into())
+        }
+    })
+    .await;
+    let log = log_file("retry");
+    let _worker = Worker::start("Retry", free_port(), &model.url, &log).await;
+    let invocation = send_run("Retry", "s", "go", "retry-1").await;
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(
+        (status, &reply["output"]),
+        (200, &json!("through")),
+        "{reply}"
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        7,
+        "four attempts, then three in the retried step"
+    );
+
+    let invocation = send_run("Retry", "t", "refused", "retry-2").await;
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(status, 500, "{reply}");
+    assert!(reply.to_string().contains("401"), "{reply}");
+    assert_eq!(seen.load(Ordering::SeqCst), 8, "a refusal is asked once");
+    // The session keeps the run so far: the user's message is in its transcript.
+    let (_, state) = post("restate/call/Retry/t/state", Value::Null, &[]).await;
+    assert_eq!(state["messages"][0]["content"], json!("refused"), "{state}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
