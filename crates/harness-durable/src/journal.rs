@@ -1,5 +1,6 @@
 //! [`RestateJournal`]: a run's model and tool calls as Restate `ctx.run` steps.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,8 @@ use restate_sdk::errors::{HandlerError, TerminalError};
 use restate_sdk::serde::Json;
 use serde::{Deserialize, Serialize};
 
+use crate::elicit::{Ledger, LedgerHuman, Question};
+
 /// Where the events of a durable run go: the session's key and the event.
 pub type EventSink = dyn Fn(&str, &AgentEvent) + Send + Sync;
 
@@ -25,12 +28,15 @@ enum ModelRecord {
     Failed { kind: String, message: String },
 }
 
-/// A tool call as the journal keeps it: its result, or the tool error the model reads.
+/// A tool call as the journal keeps it: its result, the tool error the model reads, or the
+/// question it asked that no answer covered (the run pauses on it; the call runs again once
+/// it is answered).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum ToolRecord {
     Result(Content),
     Error(ToolError),
+    Asked(Question),
 }
 
 /// Runs each step of an [`Agent::run_journaled`](harness_core::Agent::run_journaled) run as
@@ -51,6 +57,7 @@ pub struct RestateJournal<'a> {
     session: String,
     events: Option<Arc<EventSink>>,
     model_retries: u32,
+    ledger: Arc<Ledger>,
 }
 
 impl<'a> RestateJournal<'a> {
@@ -61,7 +68,15 @@ impl<'a> RestateJournal<'a> {
             session: session.into(),
             events: None,
             model_retries: DEFAULT_MODEL_RETRIES,
+            ledger: Ledger::new(HashMap::new()),
         }
+    }
+
+    /// Answers the calls' questions from `ledger` (what `DurableAgent` keeps per session).
+    #[must_use]
+    pub(crate) fn with_ledger(mut self, ledger: Arc<Ledger>) -> Self {
+        self.ledger = ledger;
+        self
     }
 
     /// Reports the run's events to `events`, from inside the steps that run.
@@ -153,6 +168,7 @@ impl Journal for RestateJournal<'_> {
             Some(id) => format!("tool {} {id}", call.name),
             None => format!("tool {}", call.name),
         };
+        let call_id = call.id.as_deref().unwrap_or_default();
         let record = self
             .ctx
             .run(|| async {
@@ -161,7 +177,13 @@ impl Journal for RestateJournal<'_> {
                     arguments: call.arguments.clone(),
                     call_id: call.id.clone(),
                 });
+                self.ledger.start(call_id);
                 let result = step.await;
+                if let Some(question) = self.ledger.finish() {
+                    // The call asked what no answer covers: it ends here, and runs again
+                    // once a person has answered.
+                    return Ok(Json(ToolRecord::Asked(question)));
+                }
                 self.emit(|| AgentEvent::ToolFinished {
                     name: call.name.clone(),
                     result: match &result {
@@ -181,11 +203,22 @@ impl Journal for RestateJournal<'_> {
         match record.map(Json::into_inner) {
             Ok(ToolRecord::Result(content)) => Ok(content),
             Ok(ToolRecord::Error(error)) => Err(error),
+            Ok(ToolRecord::Asked(question)) => {
+                let message = question.message.clone();
+                self.ledger.asked(call_id, question);
+                Err(ToolError::needs_human(message))
+            }
             Err(terminal) => Err(ToolError::failed(format!(
                 "the durable step failed: {}",
                 terminal.message()
             ))),
         }
+    }
+
+    /// Questions (a tool's `ctx.ask`, an MCP server's elicitation) are answered from the
+    /// session's answers, or end the call for the run to wait on a person.
+    fn human(&self) -> Option<Arc<dyn harness_core::Human>> {
+        Some(Arc::new(LedgerHuman(Arc::clone(&self.ledger))))
     }
 }
 

@@ -24,11 +24,13 @@
 //!
 //! The guide's `durable` chapter shows a worker, the server and the calls over curl.
 
+mod elicit;
 mod graph;
 mod journal;
 mod session;
 mod worker;
 
+pub use elicit::Question;
 pub use graph::{DurableGraph, RestateNodeJournal};
 pub use journal::{EventSink, RestateJournal};
 pub use session::{Answer, Approval, DurableAgent, RunReply, RunRequest, Waiting};

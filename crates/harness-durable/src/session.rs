@@ -19,12 +19,15 @@ use restate_sdk::service::{Service, ServiceDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::elicit::{Ledger, Question};
 use crate::journal::{DEFAULT_MODEL_RETRIES, EventSink, RestateJournal, terminal};
 
 /// The object's state key holding the session's [`AgentState`] (its JSON text).
 const STATE: &str = "state";
 /// The object's state key holding the calls the session's run waits on.
 const WAITING: &str = "waiting";
+/// The object's state key holding the answers given to questions asked during calls.
+const ANSWERS: &str = "answers";
 
 /// What `run` takes: the user's next message.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,6 +60,10 @@ pub struct Waiting {
     pub question: String,
     /// The arguments the call will run with, for an approval; `None` for a question.
     pub arguments: Option<Map<String, Value>>,
+    /// The question the call asked while it ran (a form or a page), when it did: answer it
+    /// with `fields`, and the call runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Question>,
     /// The Restate awakeable the run is suspended on.
     pub awakeable: String,
 }
@@ -72,12 +79,21 @@ pub struct Approval {
 }
 
 /// What `answer` takes: the question's call and the human's answer.
+///
+/// A tool's plain question (`ToolError::needs_human`) takes `answer`, which becomes the
+/// call's result. A question asked *during* the call (`ctx.ask`, an MCP server's
+/// elicitation; [`Waiting::asked`] is set) takes `fields`, the form's answer (nothing for a
+/// page to visit): the call runs again and gets them when it asks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     /// The call that asked.
     pub call_id: String,
-    /// The answer, which becomes the call's result.
-    pub answer: String,
+    /// The answer to a plain question.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// The fields answering a question asked during the call.
+    #[serde(default)]
+    pub fields: Option<Map<String, Value>>,
 }
 
 /// How a waiting call was settled, as its awakeable carries it.
@@ -86,6 +102,7 @@ pub struct Answer {
 enum Ruling {
     Approved(bool),
     Answered(String),
+    Filled(Map<String, Value>),
 }
 
 /// An [`Agent`] served as a Restate virtual object: each key is a session, whose
@@ -306,9 +323,15 @@ impl Service for Dispatcher {
                     let (Json(answer), meta) = ctx.input::<Json<Answer>>().await;
                     let sctx: SharedObjectContext<'_> = (&ctx, meta).into();
                     let result = settle(&sctx, Some(&answer.call_id), |w| {
-                        w.arguments
-                            .is_none()
-                            .then(|| Ruling::Answered(answer.answer.clone()))
+                        // An approval is not answered; a question asked during the call
+                        // takes fields, a plain question a text.
+                        match (&w.arguments, &w.asked, &answer.answer) {
+                            (None, Some(_), _) => {
+                                Some(Ruling::Filled(answer.fields.clone().unwrap_or_default()))
+                            }
+                            (None, None, Some(text)) => Some(Ruling::Answered(text.clone())),
+                            _ => None,
+                        }
                     })
                     .await
                     .map(Json);
@@ -357,10 +380,17 @@ impl DurableAgent {
             None => AgentState::new(),
         };
         state.messages.push(Message::user(request.message));
+        let answers = ctx
+            .get::<Json<HashMap<String, Vec<Map<String, Value>>>>>(ANSWERS)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        let ledger = Ledger::new(answers);
         loop {
             let journal = RestateJournal::new(ctx, ctx.key())
                 .with_events(self.events.clone())
-                .with_model_retries(self.model_retries);
+                .with_model_retries(self.model_retries)
+                .with_ledger(Arc::clone(&ledger));
             state = match self.agent.run_journaled(state, &journal).await {
                 Ok(state) => state,
                 Err(error) => {
@@ -374,7 +404,7 @@ impl DurableAgent {
             if state.stop_reason != StopReason::Paused {
                 break;
             }
-            state = self.wait_for_humans(ctx, state).await?;
+            state = self.wait_for_humans(ctx, state, &ledger).await?;
         }
         ctx.set(STATE, state.to_json());
         Ok(RunReply {
@@ -391,12 +421,17 @@ impl DurableAgent {
         &self,
         ctx: &ObjectContext<'_>,
         mut state: AgentState,
+        ledger: &Ledger,
     ) -> HandlerResult<AgentState> {
         let mut awaiting = Vec::new();
         let mut listed = Vec::new();
         for pending in &state.paused {
             let (awakeable, ruling) = ctx.awakeable::<Json<Ruling>>();
-            listed.push(waiting_entry(pending, &awakeable));
+            let asked = pending
+                .call_id
+                .as_deref()
+                .and_then(|id| ledger.question(id));
+            listed.push(waiting_entry(pending, asked, &awakeable));
             awaiting.push((pending.clone(), ruling));
         }
         // Visible to `pending`, `approve` and `answer` at once, while this run waits.
@@ -416,6 +451,12 @@ impl DurableAgent {
                     state.messages.push(message);
                     Ok(state)
                 }
+                Ruling::Filled(fields) => {
+                    let id = call_id.unwrap_or_default();
+                    ctx.set(ANSWERS, Json(ledger.answer(id, fields)));
+                    run_again(&mut state, &pending);
+                    Ok(state)
+                }
             }
             .map_err(|e| terminal(&e))?;
         }
@@ -424,14 +465,37 @@ impl DurableAgent {
     }
 }
 
-fn waiting_entry(pending: &PendingHumanInput, awakeable: &str) -> Waiting {
+fn waiting_entry(pending: &PendingHumanInput, asked: Option<Question>, awakeable: &str) -> Waiting {
     Waiting {
         call_id: pending.call_id.clone(),
         name: pending.name.clone(),
         question: pending.question.clone(),
         arguments: pending.arguments.clone(),
+        asked,
         awakeable: awakeable.to_owned(),
     }
+}
+
+/// Turns the paused question of `pending` into an approved call, so the run runs it again
+/// (with its answer now on hand) before anything else: the call's arguments are read back
+/// from the model's turn in the transcript.
+fn run_again(state: &mut AgentState, pending: &PendingHumanInput) {
+    let arguments = state
+        .messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.tool_calls.iter())
+        .find(|c| c.id == pending.call_id)
+        .map(|c| c.arguments.clone())
+        .unwrap_or_default();
+    state.paused.retain(|p| p.call_id != pending.call_id);
+    state.paused.push(PendingHumanInput {
+        call_id: pending.call_id.clone(),
+        name: pending.name.clone(),
+        question: pending.question.clone(),
+        arguments: Some(arguments),
+        approved: Some(true),
+    });
 }
 
 /// The calls the session's run waits on.

@@ -25,6 +25,7 @@ use harness_core::{Agent, AgentEvent, ToolError, tool};
 use harness_durable::{DurableAgent, DurableGraph, register, serve};
 use harness_graph::{Graph, GraphError, GraphState, Place};
 use harness_providers::OpenAi;
+use harness_tools::mcp::McpServer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -116,12 +117,24 @@ fn durable_worker() {
             .base_url(model_url)
             .build()
             .unwrap();
-        let agent = Agent::builder(model)
+        let mut builder = Agent::builder(model)
             .tool(AppendLine)
             .tool(Wire)
-            .tool(PickAccount)
-            .build()
-            .unwrap();
+            .tool(PickAccount);
+        // server-everything over stdio, its elicitations routed to the run.
+        if let Ok(script) = std::env::var("DURABLE_MCP") {
+            let server = McpServer::stdio(["node".to_owned(), script])
+                .unwrap()
+                .with_requires_approval(false)
+                .with_run_elicitation();
+            let tools = server.tools().await.unwrap();
+            builder = builder.tools(
+                tools
+                    .into_iter()
+                    .filter(|t| t.spec().name == "trigger-elicitation-request"),
+            );
+        }
+        let agent = builder.build().unwrap();
         // Every event the run reports, a line each, beside the tool's log.
         let events = format!("{}.events", std::env::var("DURABLE_LOG").unwrap());
         let definition = DurableAgent::new(service.clone(), agent)
@@ -300,7 +313,19 @@ struct Worker {
 impl Worker {
     /// Starts a worker process serving `service` on `port`, and registers it.
     async fn start(service: &str, port: u16, model: &str, log: &Path) -> Self {
+        Self::start_with(service, port, model, log, &[]).await
+    }
+
+    /// As [`Worker::start`], with more environment for the worker.
+    async fn start_with(
+        service: &str,
+        port: u16,
+        model: &str,
+        log: &Path,
+        env: &[(&str, String)],
+    ) -> Self {
         let child = Command::new(std::env::current_exe().unwrap())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .args([
                 "durable_worker",
                 "--exact",
@@ -791,6 +816,76 @@ async fn a_tools_question_waits_for_its_answer_which_becomes_the_calls_result() 
     let (status, reply) = attach(&invocation).await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["output"], json!("billing ops-7"), "{reply}");
+}
+
+/// server-everything's entry script, installed from npm into `target/peers/mcp` (where the
+/// MCP suites of harness-tools install it) when absent.
+fn server_everything() -> String {
+    let dir = target().join("peers/mcp");
+    let script = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !script.exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .args([
+                "@modelcontextprotocol/server-filesystem",
+                "@modelcontextprotocol/server-everything",
+            ])
+            .status()
+            .expect("npm, to install the MCP servers");
+        assert!(status.success(), "npm install of server-everything failed");
+    }
+    script.to_string_lossy().into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs restate-server; run by cargo xtask e2e-durable"]
+async fn an_mcp_elicitation_waits_durably_and_the_call_runs_again_with_the_answer() {
+    let model = Model::start(Duration::ZERO, |body| {
+        if last(body)["role"] == "tool" {
+            Reply::Text(format!(
+                "got: {}",
+                last(body)["content"].as_str().unwrap_or("")
+            ))
+        } else {
+            Reply::Call("trigger-elicitation-request", json!({}), "e1")
+        }
+    })
+    .await;
+    let log = log_file("elicit");
+    let port = free_port();
+    let env = [("DURABLE_MCP", server_everything())];
+    let worker = Worker::start_with("Elicit", port, &model.url, &log, &env).await;
+    let invocation = send_run("Elicit", "s", "sign me up", "elicit-1").await;
+    // The server's form, asked during the call, waits for a person.
+    let pending = wait_pending("Elicit", "s").await;
+    let asked = &pending[0]["asked"];
+    assert_eq!(
+        asked["message"],
+        json!("Please provide inputs for the following fields:"),
+        "{pending}"
+    );
+    assert!(
+        asked["schema"]["properties"]["name"].is_object(),
+        "{pending}"
+    );
+    // Days later, on another worker.
+    worker.kill();
+    let _worker = Worker::start_with("Elicit", port, &model.url, &log, &env).await;
+    let (status, settled) = post(
+        "restate/call/Elicit/s/answer",
+        json!({"call_id": "e1", "fields": {"name": "Ada Lovelace", "check": true}}),
+        &[],
+    )
+    .await;
+    assert_eq!((status, &settled), (200, &json!(1)));
+    let (status, reply) = attach(&invocation).await;
+    assert_eq!(status, 200, "{reply}");
+    let output = reply["output"].as_str().unwrap_or_default();
+    // The call ran again and the server got the answer, the form's defaults filled in.
+    assert!(output.contains("- Name: Ada Lovelace"), "{output}");
+    assert!(output.contains("- Favorite Integer: 42"), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

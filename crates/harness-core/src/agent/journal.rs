@@ -7,10 +7,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::error::{Result, ToolError};
 use crate::message::{Content, ToolCall};
 use crate::response::CompletionResponse;
+use crate::tool::Human;
 
 /// A step's work, not started yet: the journal runs it, or returns the recorded result
 /// instead and drops it unrun.
@@ -71,4 +73,11 @@ pub trait Journal: Send + Sync {
         call: &ToolCall,
         step: Step<'_, Result<Content, ToolError>>,
     ) -> Result<Content, ToolError>;
+
+    /// The [`Human`] the run's tool calls reach through [`Ctx::ask`](crate::Ctx::ask) (and
+    /// an MCP server's elicitation): one that can wait as long as the journal does. `None`
+    /// (the default) leaves the toolbox's.
+    fn human(&self) -> Option<Arc<dyn Human>> {
+        None
+    }
 }

@@ -61,8 +61,12 @@ impl<'a> Events<'a> {
     }
 
     /// `ctx` for one tool call: when someone watches, the tool's [`ToolUpdate`](crate::ToolUpdate)s reach them
-    /// as [`AgentEvent::ToolUpdate`], tagged with the call.
+    /// as [`AgentEvent::ToolUpdate`], tagged with the call; in a journaled run, with the
+    /// journal's human, if it has one.
     pub(crate) fn tool_ctx(&self, ctx: &Ctx, call: &ToolCall) -> Ctx {
+        if let Some(human) = self.journal.and_then(Journal::human) {
+            return ctx.clone().with_shared_human(human);
+        }
         let Some(sink) = self.sink else {
             return ctx.clone();
         };
