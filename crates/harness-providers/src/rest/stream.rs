@@ -103,23 +103,24 @@ where
         Ok(payload) => payload,
         Err(e) => return Box::pin(futures_util::stream::once(std::future::ready(Err(e)))),
     };
-    let url = client.url(path);
     let path = path.to_owned();
     // The request's future is boxed so that it is freed once the body starts: inline, it
-    // would size the stream for its whole life.
-    let request: Request<'a> = Box::pin(async move { client.post_stream(&path, payload).await });
+    // would size the stream for its whole life. It hands the path back for the reader.
+    let request: Request<'a> = Box::pin(async move {
+        let started = client.post_stream(&path, payload).await;
+        (started, path)
+    });
     Box::pin(Streamed {
         phase: Phase::Start {
             client,
-            url,
             request,
             accumulator,
         },
     })
 }
 
-/// The request that starts a stream, until its body starts.
-type Request<'a> = Pin<Box<dyn Future<Output = Result<Streaming>> + Send + 'a>>;
+/// The request that starts a stream, until its body starts; then the path it was sent to.
+type Request<'a> = Pin<Box<dyn Future<Output = (Result<Streaming>, String)> + Send + 'a>>;
 
 /// The stream [`stream`] returns: the request, then its body read item by item. A
 /// hand-written stream rather than an `unfold` over an async step: each item is one poll of
@@ -131,11 +132,12 @@ struct Streamed<'a, A> {
 enum Phase<'a, A> {
     Start {
         client: &'a HttpClient,
-        url: String,
         request: Request<'a>,
         accumulator: A,
     },
-    Reading(Reader<'a, A>),
+    // Boxed: while thousands of streams wait for their answers to start, each holds only
+    // what the wait needs, not the reader's buffers and state.
+    Reading(Box<Reader<'a, A>>),
     Done,
 }
 
@@ -152,10 +154,9 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
     ) -> Poll<Option<Result<LlmEvent>>> {
         let this = self.get_mut();
         if let Phase::Start { request, .. } = &mut this.phase {
-            let started = std::task::ready!(request.as_mut().poll(cx));
+            let (started, path) = std::task::ready!(request.as_mut().poll(cx));
             let Phase::Start {
                 client,
-                url,
                 accumulator,
                 ..
             } = std::mem::replace(&mut this.phase, Phase::Done)
@@ -164,7 +165,8 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             };
             match started {
                 Ok(streaming) => {
-                    this.phase = Phase::Reading(open(client, url, streaming, accumulator));
+                    let reader = open(client, &path, streaming, accumulator);
+                    this.phase = Phase::Reading(Box::new(reader));
                 }
                 Err(e) => return Poll::Ready(Some(Err(e))),
             }
@@ -232,7 +234,7 @@ pub fn decode<A: Accumulator>(
 
 fn open<'a, A: Accumulator + 'a>(
     client: &'a HttpClient,
-    url: String,
+    path: &str,
     Streaming { response, permit }: Streaming,
     accumulator: A,
 ) -> Reader<'a, A> {
@@ -244,7 +246,7 @@ fn open<'a, A: Accumulator + 'a>(
     let body: Body<'a> = response.bytes_stream().boxed();
     Reader::new(
         &config.provider,
-        url,
+        client.url(path),
         content_type,
         body,
         accumulator,
