@@ -648,13 +648,15 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(borrow, default)]
     content: TextOrParts<'a>,
+    // The rare fields boxed (a pointer each, a box only when one comes): the delta is moved
+    // through serde's layers for every event, so its size is paid on every chunk.
     /// OpenAI's refusal (structured outputs): what the model said instead of an answer.
     #[serde(borrow, default)]
-    refusal: Text<'a>,
+    refusal: Option<Box<Str<'a>>>,
     #[serde(borrow, default)]
-    reasoning_content: Text<'a>,
+    reasoning_content: Option<Box<Str<'a>>>,
     #[serde(borrow, default)]
-    reasoning: Text<'a>,
+    reasoning: Option<Box<Str<'a>>>,
     // A `Vec`, empty without allocating when absent: a text chunk then stays small, and
     // the chunk is moved whole through serde's layers for every event.
     #[serde(borrow, default, deserialize_with = "crate::wire::list")]
@@ -901,7 +903,7 @@ impl<'v> ChatAccumulator<'v> {
         // The reasoning, under either name (the first that says something).
         let reasoning = [&delta.reasoning_content, &delta.reasoning]
             .into_iter()
-            .find_map(|r| r.as_ref().filter(|r| !r.is_empty()));
+            .find_map(|r| r.as_deref().filter(|r| !r.is_empty()));
         if let Some(reasoning) = reasoning {
             self.thinking.push_str(reasoning);
             if let Some(emit) = emit.as_mut() {
@@ -914,7 +916,7 @@ impl<'v> ChatAccumulator<'v> {
                 emit(LlmEvent::ThinkingDelta(thinking.to_owned()));
             }
         }
-        for piece in [delta.content.text.as_ref(), delta.refusal.as_ref()] {
+        for piece in [delta.content.text.as_ref(), delta.refusal.as_deref()] {
             if let Some(text) = piece.filter(|_| push(&mut self.text, piece))
                 && let Some(emit) = emit.as_mut()
             {

@@ -98,6 +98,13 @@ impl SseDecoder {
     fn feed_started(&mut self, chunk: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
         let mut rest = chunk;
         while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            if self.pending.is_empty()
+                && self.data.is_empty()
+                && let Some(after) = self.single_data_event(rest, end, on_event)
+            {
+                rest = after;
+                continue;
+            }
             let line_end = rest[end];
             if self.pending.is_empty() {
                 self.line(&rest[..end], on_event);
@@ -118,6 +125,54 @@ impl SseDecoder {
             }
         }
         self.pending.extend_from_slice(rest);
+    }
+
+    /// The common event, one `data` line and the blank line after it, both whole in `rest`
+    /// (the first line ending at `end`): handed out borrowed from the chunk instead of copied
+    /// into the data buffer. Returns what follows it, or `None` (nothing done) for any other
+    /// shape, which the line-by-line path reads.
+    fn single_data_event<'c>(
+        &mut self,
+        rest: &'c [u8],
+        end: usize,
+        on_event: &mut impl FnMut(SseEvent<'_>),
+    ) -> Option<&'c [u8]> {
+        let value = rest[..end].strip_prefix(b"data:")?;
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        let mut next = end + 1;
+        if rest[end] == b'\r' {
+            match rest.get(next) {
+                Some(b'\n') => next += 1,
+                Some(_) => {}
+                // An LF may follow in the next chunk.
+                None => return None,
+            }
+        }
+        let blank = *rest.get(next)?;
+        if blank != b'\n' && blank != b'\r' {
+            return None;
+        }
+        // Invalid UTF-8 is replaced on the line-by-line path.
+        let data = std::str::from_utf8(value).ok()?;
+        on_event(SseEvent {
+            event: if self.event.is_empty() {
+                "message"
+            } else {
+                &self.event
+            },
+            data,
+            id: self.last_id.as_deref(),
+        });
+        self.event.clear();
+        let mut after = next + 1;
+        if blank == b'\r' {
+            match rest.get(after) {
+                Some(b'\n') => after += 1,
+                Some(_) => {}
+                None => self.after_cr = true,
+            }
+        }
+        Some(&rest[after..])
     }
 
     /// Ends the stream: a last line without its end is processed, and an event still open

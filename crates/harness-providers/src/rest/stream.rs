@@ -103,31 +103,79 @@ where
         Ok(payload) => payload,
         Err(e) => return Box::pin(futures_util::stream::once(std::future::ready(Err(e)))),
     };
-    let start = State::Start {
-        client,
-        path: path.to_owned(),
-        payload,
-        accumulator,
-    };
+    let path = path.to_owned();
     // The request's future is boxed so that it is freed once the body starts: inline, it
-    // would size the stream for its whole life.
-    Box::pin(futures_util::stream::unfold(start, |state| async move {
-        let mut reader = match state {
-            State::Done => return None,
-            State::Reading(reader) => reader,
-            State::Start {
+    // would size the stream for its whole life. It hands the path back for the reader.
+    let request: Request<'a> = Box::pin(async move {
+        let started = client.post_stream(&path, payload).await;
+        (started, path)
+    });
+    Box::pin(Streamed {
+        phase: Phase::Start {
+            client,
+            request,
+            accumulator,
+        },
+    })
+}
+
+/// The request that starts a stream, until its body starts; then the path it was sent to.
+type Request<'a> = Pin<Box<dyn Future<Output = (Result<Streaming>, String)> + Send + 'a>>;
+
+/// The stream [`stream`] returns: the request, then its body read item by item. A
+/// hand-written stream rather than an `unfold` over an async step: each item is one poll of
+/// the reader, with no future built, moved and dropped per item.
+struct Streamed<'a, A> {
+    phase: Phase<'a, A>,
+}
+
+enum Phase<'a, A> {
+    Start {
+        client: &'a HttpClient,
+        request: Request<'a>,
+        accumulator: A,
+    },
+    // Boxed: while thousands of streams wait for their answers to start, each holds only
+    // what the wait needs, not the reader's buffers and state.
+    Reading(Box<Reader<'a, A>>),
+    Done,
+}
+
+// Nothing is pinned in place: the request is pinned in its own box, the reader's body and
+// timer in theirs, and the accumulator is only ever used through `&mut`.
+impl<A> Unpin for Streamed<'_, A> {}
+
+impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
+    type Item = Result<LlmEvent>;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<LlmEvent>>> {
+        let this = self.get_mut();
+        if let Phase::Start { request, .. } = &mut this.phase {
+            let (started, path) = std::task::ready!(request.as_mut().poll(cx));
+            let Phase::Start {
                 client,
-                path,
-                payload,
                 accumulator,
-            } => match Box::pin(client.post_stream(&path, payload)).await {
-                Ok(streaming) => Box::new(open(client, &path, streaming, accumulator)),
-                Err(e) => return Some((Err(e), State::Done)),
-            },
-        };
-        let item = reader.next().await?;
-        Some((item, State::Reading(reader)))
-    }))
+                ..
+            } = std::mem::replace(&mut this.phase, Phase::Done)
+            else {
+                return Poll::Ready(None);
+            };
+            match started {
+                Ok(streaming) => {
+                    let reader = open(client, &path, streaming, accumulator);
+                    this.phase = Phase::Reading(Box::new(reader));
+                }
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+        }
+        match &mut this.phase {
+            Phase::Reading(reader) => reader.poll_next(cx),
+            _ => Poll::Ready(None),
+        }
+    }
 }
 
 /// Reads a whole recorded SSE body the way [`stream`] reads a live one, in `chunk`-byte
@@ -164,8 +212,7 @@ pub fn decode<A: Accumulator>(
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     loop {
-        let next = std::pin::pin!(reader.next());
-        let Poll::Ready(item) = next.poll(&mut cx) else {
+        let Poll::Ready(item) = reader.poll_next(&mut cx) else {
             // An in-memory body without timers never waits; reaching here is a bug, not a
             // body's fault.
             return Err(
@@ -183,17 +230,6 @@ pub fn decode<A: Accumulator>(
             }
         }
     }
-}
-
-enum State<'a, A> {
-    Start {
-        client: &'a HttpClient,
-        path: String,
-        payload: Bytes,
-        accumulator: A,
-    },
-    Reading(Box<Reader<'a, A>>),
-    Done,
 }
 
 fn open<'a, A: Accumulator + 'a>(
@@ -293,20 +329,29 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     }
 
     /// The next item: a delta, the assembled turn (last), or the error that ends the stream.
+    #[cfg(test)]
     pub(crate) async fn next(&mut self) -> Option<Result<LlmEvent>> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Polls for the next item: a delta, the assembled turn (last), or the error that ends
+    /// the stream.
+    pub(crate) fn poll_next(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<LlmEvent>>> {
         loop {
             if let Some(item) = self.queue.pop_front() {
                 if item.is_err() {
                     self.queue.clear();
                     self.ended = true;
                 }
-                return Some(item);
+                return Poll::Ready(Some(item));
             }
             if self.ended {
-                return None;
+                return Poll::Ready(None);
             }
-            let chunk = self.read_chunk().await;
-            match chunk {
+            match std::task::ready!(self.poll_chunk(cx)) {
                 Ok(Some(bytes)) => {
                     self.take_events(Some(&bytes));
                     if self.events == 0 && self.head.len() < HEAD_BYTES {
@@ -373,35 +418,27 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     }
 
     /// The next chunk of the body within the idle and total timeouts.
-    async fn read_chunk(&mut self) -> Result<Option<Bytes>> {
+    fn poll_chunk(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Result<Option<Bytes>>> {
         loop {
-            let (body, timer) = (&mut self.body, &mut self.timer);
-            // `Some(read)` when the body gave something, `None` when the timer fired.
-            let read = std::future::poll_fn(|cx| {
-                if let Poll::Ready(read) = body.poll_next_unpin(cx) {
-                    return Poll::Ready(Some(read));
-                }
-                match timer {
-                    Some(timer) => timer.as_mut().poll(cx).map(|()| None),
-                    None => Poll::Pending,
-                }
-            })
-            .await;
-            let now = Instant::now();
-            if let Some(read) = read {
-                self.last_read = now;
-                return self.settle(read);
+            if let Poll::Ready(read) = self.body.poll_next_unpin(cx) {
+                self.last_read = Instant::now();
+                return Poll::Ready(self.settle(read));
             }
+            let Some(timer) = self.timer.as_mut() else {
+                return Poll::Pending;
+            };
+            std::task::ready!(timer.as_mut().poll(cx));
             // The timer fired: a timeout, unless a chunk came since it was armed.
+            let now = Instant::now();
             if self.deadline.is_some_and(|deadline| deadline <= now) {
-                return Err(self.timeout(true));
+                return Poll::Ready(Err(self.timeout(true)));
             }
             let idle_end = self
                 .limits
                 .idle
                 .and_then(|idle| self.last_read.checked_add(idle));
             if idle_end.is_some_and(|end| end <= now) {
-                return Err(self.timeout(false));
+                return Poll::Ready(Err(self.timeout(false)));
             }
             let next = match (idle_end, self.deadline) {
                 (Some(idle_end), Some(deadline)) => Some(idle_end.min(deadline)),
