@@ -367,6 +367,35 @@ mod tests {
     }
 
     #[test]
+    fn a_one_line_event_read_in_place_keeps_its_type_and_id_and_replaces_bad_utf8() {
+        // Whole in one chunk, each event below is handed out borrowed from it; split at any
+        // byte, it goes line by line; both give the same events.
+        let body = b"event: delta\nid: 3\ndata: {\"a\":1}\n\ndata:\r\n\r\ndata: \xFFok\n\ndata: two\ndata: lines\n\n";
+        let expected = vec![
+            (
+                "delta".to_owned(),
+                "{\"a\":1}".to_owned(),
+                Some("3".to_owned()),
+            ),
+            ("message".to_owned(), String::new(), Some("3".to_owned())),
+            (
+                "message".to_owned(),
+                "\u{FFFD}ok".to_owned(),
+                Some("3".to_owned()),
+            ),
+            (
+                "message".to_owned(),
+                "two\nlines".to_owned(),
+                Some("3".to_owned()),
+            ),
+        ];
+        assert_eq!(decode_in(&[body]), expected);
+        for events in every_split(body) {
+            assert_eq!(events, expected);
+        }
+    }
+
+    #[test]
     fn utf8_split_across_chunks_survives() {
         let body = "data: é✓\n\n".as_bytes();
         for events in every_split(body) {
