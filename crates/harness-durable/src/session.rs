@@ -407,6 +407,8 @@ impl DurableAgent {
             state = self.wait_for_humans(ctx, state, &ledger).await?;
         }
         ctx.set(STATE, state.to_json());
+        // Answers serve the calls of this run only: the next run's calls are new.
+        ctx.clear(ANSWERS);
         Ok(RunReply {
             output: state.output.clone(),
             stop_reason: state.stop_reason,
