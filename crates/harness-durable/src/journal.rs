@@ -50,8 +50,9 @@ enum ToolRecord {
 /// and ends the run. A tool's error is its result, journaled like any other.
 ///
 /// Events are reported from inside the steps, so only when a step really runs, never on a
-/// replay: `StepStarted` and the turn's whole text (`TextDelta`) for a model call,
-/// `ToolStarted` and `ToolFinished` for a tool call.
+/// replay: `StepStarted` and the text as it arrives (`TextDelta`: with events watched the
+/// model is streamed inside its step) for a model call, `ToolStarted` and `ToolFinished` for
+/// a tool call.
 pub struct RestateJournal<'a> {
     ctx: &'a ObjectContext<'a>,
     session: String,
@@ -130,12 +131,7 @@ impl Journal for RestateJournal<'_> {
             .run(|| async {
                 self.emit(|| AgentEvent::StepStarted { step: turn });
                 match step.await {
-                    Ok(response) => {
-                        if !response.content().is_empty() {
-                            self.emit(|| AgentEvent::TextDelta(response.content().to_owned()));
-                        }
-                        Ok(Json(ModelRecord::Answer(response)))
-                    }
+                    Ok(response) => Ok(Json(ModelRecord::Answer(response))),
                     Err(error) if transient(&error) => Err(HandlerError::from(error)),
                     Err(error) => Ok(Json(ModelRecord::Failed {
                         kind: error.kind().as_str().to_owned(),
@@ -213,6 +209,16 @@ impl Journal for RestateJournal<'_> {
                 terminal.message()
             ))),
         }
+    }
+
+    /// With events watched, the model is streamed inside its step, its text reported as
+    /// it arrives.
+    fn watches_text(&self) -> bool {
+        self.events.is_some()
+    }
+
+    fn text_delta(&self, text: &str) {
+        self.emit(|| AgentEvent::TextDelta(text.to_owned()));
     }
 
     /// Questions (a tool's `ctx.ask`, an MCP server's elicitation) are answered from the

@@ -158,8 +158,9 @@ impl DurableAgent {
         })
     }
 
-    /// Reports each run's events with its session's key: `StepStarted`, the turn's text,
-    /// `ToolStarted`, `ToolFinished`. Reported from inside the steps, so only when a step
+    /// Reports each run's events with its session's key: `StepStarted`, the model's text as
+    /// it arrives (the model is then streamed inside its step), `ToolStarted`,
+    /// `ToolFinished`. Reported from inside the steps, so only when a step
     /// really runs (never on a replay); a step retried after a crash reports again.
     #[must_use]
     pub fn with_events(

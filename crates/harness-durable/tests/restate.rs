@@ -435,9 +435,15 @@ impl Model {
                             "tool_calls",
                         ),
                     };
-                    let reply = reply.to_string();
+                    // A streamed request (a worker watching its events streams the model)
+                    // gets the answer as OpenAI's SSE chunks.
+                    let (kind, reply) = if body["stream"] == json!(true) {
+                        ("text/event-stream", sse(&reply))
+                    } else {
+                        ("application/json", reply.to_string())
+                    };
                     let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                         reply.len()
                     );
                     let _ = socket.write_all(head.as_bytes()).await;
@@ -451,6 +457,55 @@ impl Model {
     fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
+}
+
+/// `completion` as OpenAI streams it: the text a word at a time (or the tool call whole),
+/// the finish reason, the usage, `[DONE]`.
+fn sse(completion: &Value) -> String {
+    let choice = &completion["choices"][0];
+    let message = &choice["message"];
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+               "model": "mock",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = Vec::new();
+    if let Some(text) = message["content"].as_str() {
+        for piece in text.split_inclusive(' ') {
+            chunks.push(chunk(
+                json!({"role": "assistant", "content": piece}),
+                Value::Null,
+            ));
+        }
+    }
+    if let Some(calls) = message["tool_calls"].as_array() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                c["index"] = json!(i);
+                c
+            })
+            .collect();
+        chunks.push(chunk(
+            json!({"role": "assistant", "tool_calls": calls}),
+            Value::Null,
+        ));
+    }
+    chunks.push(chunk(json!({}), choice["finish_reason"].clone()));
+    chunks.push(
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+                       "model": "mock", "choices": [], "usage": completion["usage"]}),
+    );
+    let mut body = String::new();
+    for chunk in &chunks {
+        body.push_str("data: ");
+        body.push_str(&chunk.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
 }
 
 fn completion(message: Value, finish_reason: &str) -> Value {
@@ -675,12 +730,22 @@ async fn a_worker_killed_mid_run_resumes_on_another_and_nothing_runs_twice() {
     // Events come from the steps that ran, never from a replay: the tool's once, the
     // second model call's twice (it was in flight when the worker died).
     let events = std::fs::read_to_string(format!("{}.events", log.display())).unwrap();
+    let (texts, others): (Vec<&str>, Vec<&str>) =
+        events.lines().partition(|l| l.starts_with("s1 text "));
     assert_eq!(
-        events,
-        "s1 step 1\ns1 started append_line\ns1 finished append_line\ns1 step 2\n\
-         s1 step 2\ns1 text done: appended hello\n",
+        others,
+        [
+            "s1 step 1",
+            "s1 started append_line",
+            "s1 finished append_line",
+            "s1 step 2",
+            "s1 step 2"
+        ],
         "{events}"
     );
+    // The answer's text as it streamed, a word at a time.
+    let streamed: Vec<&str> = texts.iter().map(|l| &l["s1 text ".len()..]).collect();
+    assert_eq!(streamed, ["done: ", "appended ", "hello"], "{events}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

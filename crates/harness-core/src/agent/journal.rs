@@ -80,4 +80,16 @@ pub trait Journal: Send + Sync {
     fn human(&self) -> Option<Arc<dyn Human>> {
         None
     }
+
+    /// Whether the model's text is wanted as it arrives: the model is then streamed inside
+    /// its step, and each piece handed to [`Journal::text_delta`]. `false` by default.
+    fn watches_text(&self) -> bool {
+        false
+    }
+
+    /// A piece of the model's text, as it arrives, from inside the step that runs the model
+    /// call (never on a replay, where the step does not run).
+    fn text_delta(&self, text: &str) {
+        let _ = text;
+    }
 }

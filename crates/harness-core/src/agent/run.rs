@@ -265,13 +265,19 @@ impl AgentInner {
             if let Some(output) = self.output.as_ref().filter(|_| self.native_output) {
                 request = request.with_output(&output.schema);
             }
-            if !events.is_streaming() {
+            let journal = events.journal().filter(|j| j.watches_text());
+            if !events.is_streaming() && journal.is_none() {
                 return model.generate(request).await;
             }
             let mut stream = model.stream_events(request);
             while let Some(event) = stream.next().await {
                 match event? {
-                    LlmEvent::TextDelta(text) => events.emit(|| AgentEvent::TextDelta(text)),
+                    LlmEvent::TextDelta(text) => {
+                        if let Some(journal) = journal {
+                            journal.text_delta(&text);
+                        }
+                        events.emit(|| AgentEvent::TextDelta(text));
+                    }
                     LlmEvent::ThinkingDelta(text) => {
                         events.emit(|| AgentEvent::ThinkingDelta(text));
                     }
