@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use harness_core::async_trait;
 use harness_graph::{DEFAULT_MAX_STEPS, Executor, GraphState, NodeError, NodeFuture, NodeJournal};
-use restate_sdk::context::{Context, ContextSideEffects as _, RunFuture as _, RunRetryPolicy};
+use restate_sdk::context::{Context, ContextSideEffects as _, RunFuture as _};
 use restate_sdk::discovery;
 use restate_sdk::endpoint::{self, ContextInternal, ServiceOptions};
 use restate_sdk::errors::{HandlerError, TerminalError};
@@ -17,6 +17,7 @@ use restate_sdk::service::{Service, ServiceDefinition};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::journal::step_retries;
 use crate::session::{check_name, handler};
 
 /// Runs each node of an [`Executor::run_journaled`] run as a Restate `ctx.run` step named
@@ -46,11 +47,7 @@ where
     S: GraphState + Serialize + DeserializeOwned,
 {
     async fn node(&self, wave: usize, node: &str, run: NodeFuture<S>) -> Result<S, NodeError> {
-        let policy = RunRetryPolicy::new()
-            .initial_delay(Duration::from_millis(500))
-            .exponentiation_factor(2.0)
-            .max_delay(Duration::from_secs(30))
-            .max_attempts(self.retries);
+        let policy = step_retries(self.retries);
         let state = self
             .ctx
             .run(|| async {

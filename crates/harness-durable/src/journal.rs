@@ -105,6 +105,15 @@ impl<'a> RestateJournal<'a> {
 /// Tries of a failing model call before the run fails, by default.
 pub(crate) const DEFAULT_MODEL_RETRIES: u32 = 5;
 
+/// How a failing step is retried: after 0.5 s, doubling up to 30 s, `attempts` tries in all.
+pub(crate) fn step_retries(attempts: u32) -> RunRetryPolicy {
+    RunRetryPolicy::new()
+        .initial_delay(Duration::from_millis(500))
+        .exponentiation_factor(2.0)
+        .max_delay(Duration::from_secs(30))
+        .max_attempts(attempts)
+}
+
 /// True for a model failure the next attempt may not meet.
 fn transient(error: &Error) -> bool {
     error.is_timeout()
@@ -121,11 +130,7 @@ impl Journal for RestateJournal<'_> {
         turn: usize,
         step: Step<'_, Result<CompletionResponse>>,
     ) -> Result<CompletionResponse> {
-        let policy = RunRetryPolicy::new()
-            .initial_delay(Duration::from_millis(500))
-            .exponentiation_factor(2.0)
-            .max_delay(Duration::from_secs(30))
-            .max_attempts(self.model_retries);
+        let policy = step_retries(self.model_retries);
         let record = self
             .ctx
             .run(|| async {

@@ -197,9 +197,6 @@ impl DurableAgent {
     }
 
     /// The Restate service definition, to `bind` on an endpoint (or hand to [`serve`](crate::serve)).
-    ///
-    /// # Panics
-    /// Never: the name was checked by [`DurableAgent::new`].
     #[must_use]
     pub fn definition(self) -> ServiceDefinition {
         let mut options = ServiceOptions::new().abort_timeout(self.abort_timeout);
