@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::journal::step_retries;
-use crate::session::{check_name, handler};
+use crate::session::{handler, service_name};
 
 /// Runs each node of an [`Executor::run_journaled`] run as a Restate `ctx.run` step named
 /// `wave {wave} {node}`: the state the node returned is journaled, so on a retry (the
@@ -72,7 +72,7 @@ where
 /// Call it over the ingress (`POST /<name>/run` with the state), with an idempotency key
 /// to start a graph once however often the request is retried.
 pub struct DurableGraph<S: GraphState> {
-    name: String,
+    name: discovery::ServiceName,
     executor: Arc<Executor<S>>,
     max_steps: usize,
     node_retries: u32,
@@ -89,7 +89,7 @@ where
     /// # Errors
     /// A configuration error naming the problem when `name` is not a valid service name.
     pub fn new(name: impl Into<String>, executor: Executor<S>) -> harness_core::Result<Self> {
-        let name = check_name(name.into())?;
+        let name = service_name(name.into())?;
         Ok(Self {
             name,
             executor: Arc::new(executor),
@@ -130,8 +130,7 @@ where
         let options = ServiceOptions::new().abort_timeout(self.abort_timeout);
         let discovery = discovery::Service {
             ty: discovery::ServiceType::Service,
-            name: discovery::ServiceName::try_from(self.name.clone())
-                .unwrap_or_else(|_| unreachable!("the name was checked in new()")),
+            name: self.name.clone(),
             handlers: vec![handler("run", false, true)],
             documentation: Some("A deepharness graph; `run` takes the starting state.".into()),
             metadata: HashMap::default(),

@@ -132,7 +132,7 @@ enum Ruling {
 /// # Ok(()) }
 /// ```
 pub struct DurableAgent {
-    name: String,
+    name: discovery::ServiceName,
     agent: Arc<Agent>,
     events: Option<Arc<EventSink>>,
     model_retries: u32,
@@ -141,13 +141,13 @@ pub struct DurableAgent {
 }
 
 impl DurableAgent {
-    /// Serves `agent` as the virtual object `name` (Restate's service name: letters, digits
-    /// and `_`, not starting with a digit).
+    /// Serves `agent` as the virtual object `name` (a Restate service name: letters, digits,
+    /// `_`, `.` and `-`, starting with a letter).
     ///
     /// # Errors
     /// A configuration error naming the problem when `name` is not a valid service name.
     pub fn new(name: impl Into<String>, agent: Agent) -> harness_core::Result<Self> {
-        let name = check_name(name.into())?;
+        let name = service_name(name.into())?;
         Ok(Self {
             name,
             agent: Arc::new(agent),
@@ -203,7 +203,7 @@ impl DurableAgent {
         if let Some(timeout) = self.inactivity_timeout {
             options = options.inactivity_timeout(timeout);
         }
-        let discovery = describe(&self.name);
+        let discovery = describe(self.name.clone());
         service_definition(Dispatcher(Arc::new(self)), discovery).options(options)
     }
 }
@@ -217,22 +217,14 @@ const HANDLERS: [(&str, bool); 5] = [
     ("state", true),
 ];
 
-/// `name` when Restate accepts it as a service name.
-pub(crate) fn check_name(name: String) -> harness_core::Result<String> {
-    let valid = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && discovery::ServiceName::try_from(name.clone()).is_ok();
-    if valid {
-        Ok(name)
-    } else {
-        Err(harness_core::Error::configuration(format!(
-            "'{name}' is not a Restate service name: use letters, digits and '_', starting \
-             with a letter"
-        )))
-    }
+/// `name` as a Restate service name, when Restate accepts it.
+pub(crate) fn service_name(name: String) -> harness_core::Result<discovery::ServiceName> {
+    discovery::ServiceName::try_from(name.clone()).map_err(|_| {
+        harness_core::Error::configuration(format!(
+            "'{name}' is not a Restate service name: use letters, digits, '_', '.' and '-', \
+             starting with a letter (or '_' and a letter or digit)"
+        ))
+    })
 }
 
 /// A handler's entry in the service manifest: JSON in (or nothing) and JSON out.
@@ -264,15 +256,14 @@ pub(crate) fn handler(name: &'static str, shared: bool, takes_input: bool) -> di
     }
 }
 
-fn describe(name: &str) -> discovery::Service {
+fn describe(name: discovery::ServiceName) -> discovery::Service {
     let handlers = HANDLERS
         .iter()
         .map(|&(name, shared)| handler(name, shared, name != "pending" && name != "state"))
         .collect();
     discovery::Service {
         ty: discovery::ServiceType::VirtualObject,
-        name: discovery::ServiceName::try_from(name.to_owned())
-            .unwrap_or_else(|_| unreachable!("the name was checked in new()")),
+        name,
         handlers,
         documentation: Some("A deepharness agent; each key is a session.".to_owned()),
         metadata: HashMap::default(),
@@ -542,4 +533,20 @@ async fn settle(
         .into());
     }
     Ok(settled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::service_name;
+
+    #[test]
+    fn a_service_name_restate_refuses_is_a_configuration_error_naming_it() {
+        assert!(service_name("Assistant".into()).is_ok());
+        assert!(service_name("billing.Agent_2".into()).is_ok());
+        for bad in ["", "2fast", "has space", "a/b"] {
+            let error = service_name(bad.into()).unwrap_err();
+            assert!(error.is_configuration(), "{bad}");
+            assert!(error.to_string().contains(&format!("'{bad}'")), "{error}");
+        }
+    }
 }
