@@ -22,8 +22,8 @@ pub enum LlmEvent {
     /// A piece of the model's reasoning.
     ThinkingDelta(String),
     /// The whole turn, tool calls reassembled however the vendor fragmented them. Always
-    /// last.
-    Completed(CompletionResponse),
+    /// last. Boxed so that the deltas, which are most of a stream, move as small values.
+    Completed(Box<CompletionResponse>),
 }
 
 /// A model: anything that turns a [`Request`] (the transcript, the tools, the settings) into
@@ -132,7 +132,7 @@ pub fn replay(result: Result<CompletionResponse>) -> Vec<Result<LlmEvent>> {
                     _ => None,
                 })
                 .collect();
-            events.push(Ok(LlmEvent::Completed(response)));
+            events.push(Ok(LlmEvent::Completed(Box::new(response))));
             events
         }
     }
@@ -227,7 +227,7 @@ mod tests {
             vec![
                 LlmEvent::ThinkingDelta("plan".into()),
                 LlmEvent::TextDelta("Hel".into()),
-                LlmEvent::Completed(response),
+                LlmEvent::Completed(Box::new(response)),
             ]
         );
         let text: Vec<String> =
@@ -242,7 +242,7 @@ mod tests {
         let model = Box::new(Fixed(response.clone()));
         let events: Vec<LlmEvent> =
             block_on(model.stream_events(Request::new(&[])).try_collect()).unwrap_or_default();
-        assert_eq!(events, vec![LlmEvent::Completed(response)]);
+        assert_eq!(events, vec![LlmEvent::Completed(Box::new(response))]);
     }
 
     #[test]

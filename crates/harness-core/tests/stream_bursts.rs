@@ -25,9 +25,9 @@ impl Llm for Burst {
         _: harness_core::Request<'a>,
     ) -> BoxStream<'a, Result<LlmEvent>> {
         let deltas = (0..DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
-        let last = Ok(LlmEvent::Completed(CompletionResponse::text(
+        let last = Ok(LlmEvent::Completed(Box::new(CompletionResponse::text(
             "x".repeat(DELTAS),
-        )));
+        ))));
         Box::pin(futures_util::stream::iter(
             deltas.chain(std::iter::once(last)),
         ))

@@ -332,14 +332,16 @@ impl Llm for BurstySynthesizer {
     ) -> BoxStream<'a, harness_core::Result<LlmEvent>> {
         if !system_of(request.messages).contains("Write one thorough") {
             return Box::pin(futures_util::stream::once(async move {
-                self.generate(request).await.map(LlmEvent::Completed)
+                self.generate(request)
+                    .await
+                    .map(|r| LlmEvent::Completed(Box::new(r)))
             }));
         }
         let deltas = (0..REPORT_DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
         let whole = CompletionResponse::text("x".repeat(REPORT_DELTAS));
-        Box::pin(futures_util::stream::iter(
-            deltas.chain(std::iter::once(Ok(LlmEvent::Completed(whole)))),
-        ))
+        Box::pin(futures_util::stream::iter(deltas.chain(std::iter::once(
+            Ok(LlmEvent::Completed(Box::new(whole))),
+        ))))
     }
 }
 

@@ -592,7 +592,7 @@ async fn stream_of(model: &dyn Llm) -> Streamed {
                 deltas += 1;
             }
             Ok(LlmEvent::ThinkingDelta(_)) => deltas += 1,
-            Ok(LlmEvent::Completed(response)) => end = Some(Ok(response)),
+            Ok(LlmEvent::Completed(response)) => end = Some(Ok(*response)),
             Err(e) => end = Some(Err(e)),
         }
     }

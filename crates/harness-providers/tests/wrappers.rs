@@ -151,7 +151,7 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
             LlmEvent::TextDelta("a".into())
         ]
     );
-    assert!(matches!(&events[2], LlmEvent::Completed(r) if r == &hit));
+    assert!(matches!(&events[2], LlmEvent::Completed(r) if **r == hit));
     // LRU: a is most recent; adding b and c evicts b... then a stays.
     cache.generate(Request::new(&b)).await.unwrap();
     cache.generate(Request::new(&a)).await.unwrap();

@@ -232,7 +232,11 @@ impl Agent {
     /// after the run began carries the run so far ([`Error::state`](crate::Error::state)).
     pub async fn run(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         self.inner
-            .drive(input.into(), ToolMode::Concurrent, &stream::Events::none())
+            .drive(
+                Box::new(input.into()),
+                ToolMode::Concurrent,
+                &stream::Events::none(),
+            )
             .await
     }
 
@@ -253,7 +257,7 @@ impl Agent {
     ) -> Result<AgentState> {
         self.inner
             .drive(
-                input.into(),
+                Box::new(input.into()),
                 ToolMode::Sequential,
                 &stream::Events::journaled(journal),
             )
@@ -269,7 +273,7 @@ impl Agent {
     pub fn run_blocking(&self, input: impl Into<RunInput>) -> Result<AgentState> {
         let runtime = blocking_runtime()?;
         runtime.block_on(self.inner.drive(
-            input.into(),
+            Box::new(input.into()),
             ToolMode::Sequential,
             &stream::Events::none(),
         ))

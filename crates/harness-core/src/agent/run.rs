@@ -85,9 +85,12 @@ enum Outcome {
 }
 
 impl AgentInner {
+    // The input comes boxed: an async fn keeps room for its arguments for its whole life,
+    // and a `RunInput` inline would be carried, unused after the start, by every run in
+    // flight, once per level of the run's future.
     pub(crate) async fn drive(
         &self,
-        input: RunInput,
+        input: Box<RunInput>,
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Result<AgentState> {
@@ -104,18 +107,28 @@ impl AgentInner {
 
     async fn drive_in_span(
         &self,
-        input: RunInput,
+        input: Box<RunInput>,
         mode: ToolMode,
         events: &Events<'_>,
     ) -> Result<AgentState> {
-        let RunInput {
-            mut state,
-            deps,
-            settings,
-        } = input;
-        let settings = settings.over(&self.settings);
+        // Taken apart in a block of its own, so that nothing of the input but what the loop
+        // uses is held across its waits.
+        let (messages, usage, paused, deps, settings) = {
+            let RunInput {
+                state,
+                deps,
+                settings,
+            } = *input;
+            let AgentState {
+                messages,
+                usage,
+                paused,
+                ..
+            } = state;
+            (messages, usage, paused, deps, settings.over(&self.settings))
+        };
         let model = &*self.model;
-        let mut transcript: Transcript = Arc::new(std::mem::take(&mut state.messages));
+        let mut transcript: Transcript = Arc::new(messages);
         if let Some(system) = &self.system
             && !transcript.iter().any(|m| m.role == Role::System)
         {
@@ -123,10 +136,9 @@ impl AgentInner {
         }
         let ctx = Ctx::new().with_raw_deps(deps);
         let mut spent = Spent {
-            before: state.usage,
+            before: usage,
             ..Spent::default()
         };
-        let paused = std::mem::take(&mut state.paused);
         // The tool rounds' futures are boxed: inline, the largest of them would size the
         // whole run's future, held by every run in flight while it waits on the model.
         let settled = if paused.is_empty() {
@@ -281,7 +293,7 @@ impl AgentInner {
                     LlmEvent::ThinkingDelta(text) => {
                         events.emit(|| AgentEvent::ThinkingDelta(text));
                     }
-                    LlmEvent::Completed(response) => return Ok(response),
+                    LlmEvent::Completed(response) => return Ok(*response),
                 }
             }
             Err(Error::from(crate::error::ProviderError::new(

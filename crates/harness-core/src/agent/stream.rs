@@ -96,6 +96,7 @@ pub(crate) fn events(
     input: RunInput,
     mode: ToolMode,
 ) -> BoxStream<'static, Result<AgentEvent>> {
+    let input = Box::new(input);
     Box::pin(channel_stream(|sink| async move {
         let outcome = agent.drive(input, mode, &Events::to(&sink)).await;
         sink.emit(outcome.map(|state| AgentEvent::Finished(Box::new(state))));

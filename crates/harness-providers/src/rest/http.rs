@@ -323,8 +323,8 @@ impl HttpClient {
             let sent = match sent {
                 Sent::Answer(answer) => answer,
                 Sent::NoHeaders if !last => {
-                    self.wait_before_retry(path, attempt, self.config.retry.backoff(attempt))
-                        .await;
+                    let backoff = self.config.retry.backoff(attempt);
+                    Box::pin(self.wait_before_retry(path, attempt, backoff)).await;
                     attempt += 1;
                     continue;
                 }
@@ -348,11 +348,13 @@ impl HttpClient {
                         || self.config.retry.backoff(attempt),
                         |d| d.min(self.config.retry.max_delay),
                     ),
-                Ok(response) => return Err(self.status_error(path, response).await),
+                // Boxed, as the wait below: inline, the rare paths' futures would size the
+                // request's future, held by every request in flight.
+                Ok(response) => return Err(Box::pin(self.status_error(path, response)).await),
                 Err(e) if !last && is_transient(&e) => self.config.retry.backoff(attempt),
                 Err(e) => return Err(self.transport_error(path, e)),
             };
-            self.wait_before_retry(path, attempt, delay).await;
+            Box::pin(self.wait_before_retry(path, attempt, delay)).await;
             attempt += 1;
         }
     }

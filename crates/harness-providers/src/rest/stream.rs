@@ -220,7 +220,7 @@ pub fn decode<A: Accumulator>(
             );
         };
         match item {
-            Some(Ok(LlmEvent::Completed(response))) => return Ok(response),
+            Some(Ok(LlmEvent::Completed(response))) => return Ok(*response),
             Some(Ok(delta)) => emit(delta),
             Some(Err(e)) => return Err(e),
             None => {
@@ -520,7 +520,10 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     /// the end mark never came); anything else is an error quoting what arrived.
     fn conclude(&mut self) -> Result<LlmEvent> {
         if self.events > 0 {
-            return self.accumulator.finish().map(LlmEvent::Completed);
+            return self
+                .accumulator
+                .finish()
+                .map(|turn| LlmEvent::Completed(Box::new(turn)));
         }
         if self.head.is_empty() {
             return Err(self.failure(
