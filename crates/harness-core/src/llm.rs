@@ -74,6 +74,22 @@ pub trait Llm: Send + Sync {
         )
     }
 
+    /// [`stream_events`](Llm::stream_events) as a stream that owns what it reads with (the
+    /// request is read when the call is made), so it borrows neither `self` nor the request;
+    /// `None`, the default, for a model whose stream borrows them.
+    ///
+    /// An agent watched through [`Agent::stream_events`](crate::Agent::stream_events) reads
+    /// an owned stream itself, the watcher's poll reaching the model's stream with no channel
+    /// between them for each event; it reads other models through its loop. The REST
+    /// providers return one. The events must be those `stream_events` would yield.
+    fn stream_events_owned(
+        &self,
+        request: Request<'_>,
+    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+        let _ = request;
+        None
+    }
+
     /// The answer's text as it arrives; reasoning and the assembled turn are filtered out.
     fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {
         Box::pin(self.stream_events(request).filter_map(|event| async move {
@@ -151,6 +167,13 @@ macro_rules! forward_llm {
                 request: Request<'a>,
             ) -> BoxStream<'a, Result<LlmEvent>> {
                 (**self).stream_events(request)
+            }
+
+            fn stream_events_owned(
+                &self,
+                request: Request<'_>,
+            ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+                (**self).stream_events_owned(request)
             }
 
             fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {

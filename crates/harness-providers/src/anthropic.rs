@@ -8,6 +8,7 @@ use harness_core::{
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
 use crate::openai::call_from_text;
@@ -40,7 +41,7 @@ const NAME: &str = "Anthropic";
 /// ```
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    client: HttpClient,
+    client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
     cache_prompt: bool,
@@ -181,7 +182,7 @@ impl AnthropicBuilder {
             .headers
             .push(("anthropic-version".into(), VERSION.into()));
         Ok(Anthropic {
-            client: HttpClient::new(config)?,
+            client: Arc::new(HttpClient::new(config)?),
             model: self.model,
             defaults: self.defaults,
             cache_prompt: self.cache_prompt,
@@ -203,6 +204,18 @@ impl Llm for Anthropic {
             &self.body(&request, true),
             MessagesAccumulator::new(self.vendor()),
         )
+    }
+
+    fn stream_events_owned(
+        &self,
+        request: Request<'_>,
+    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+        Some(rest::stream_owned(
+            Arc::clone(&self.client),
+            PATH,
+            &self.body(&request, true),
+            MessagesAccumulator::new(self.vendor()),
+        ))
     }
 
     fn name(&self) -> String {
@@ -688,8 +701,10 @@ enum Slot {
 /// `message_start` and `message_delta`; whole once `message_stop` has come), and a
 /// non-streamed answer as the events it would have been: its start, each block started
 /// whole, its stop reason, its stop.
-pub(crate) struct MessagesAccumulator<'v> {
-    vendor: Vendor<'v>,
+pub(crate) struct MessagesAccumulator {
+    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
+    vendor_id: String,
+    vendor_name: String,
     id: Option<String>,
     model: Option<String>,
     slots: Vec<(usize, Slot)>,
@@ -698,10 +713,16 @@ pub(crate) struct MessagesAccumulator<'v> {
     stopped: bool,
 }
 
-impl<'v> MessagesAccumulator<'v> {
-    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+impl MessagesAccumulator {
+    /// Who is answering, for errors.
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.vendor_id, &self.vendor_name)
+    }
+
+    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
         Self {
-            vendor,
+            vendor_id: vendor.id.to_owned(),
+            vendor_name: vendor.name.to_owned(),
             id: None,
             model: None,
             slots: Vec::new(),
@@ -713,7 +734,7 @@ impl<'v> MessagesAccumulator<'v> {
 
     /// Reads a non-streamed answer.
     pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
-        let vendor = self.vendor;
+        let vendor = self.vendor();
         let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
         if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
@@ -859,11 +880,11 @@ impl<'v> MessagesAccumulator<'v> {
     }
 }
 
-impl Accumulator for MessagesAccumulator<'_> {
+impl Accumulator for MessagesAccumulator {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let data = event.data;
         let event: Event<'_> =
-            serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
+            serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor(), &e, data))?;
         let index = event.index.unwrap_or(0);
         match &*event.kind {
             "content_block_start" => {
@@ -896,7 +917,7 @@ impl Accumulator for MessagesAccumulator<'_> {
             "message_stop" => self.stopped = true,
             "error" => {
                 let error = event.error.unwrap_or(Value::Null);
-                return Err(json::vendor_error(self.vendor, &error, data));
+                return Err(json::vendor_error(self.vendor(), &error, data));
             }
             _ => {}
         }
@@ -905,7 +926,7 @@ impl Accumulator for MessagesAccumulator<'_> {
 
     fn finish(&mut self) -> Result<CompletionResponse> {
         if !self.stopped {
-            return Err(json::incomplete(self.vendor, "message_stop"));
+            return Err(json::incomplete(self.vendor(), "message_stop"));
         }
         let mut slots = std::mem::take(&mut self.slots);
         slots.sort_by_key(|(i, _)| *i);

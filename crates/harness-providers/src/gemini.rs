@@ -8,6 +8,7 @@ use harness_core::{
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
 use crate::rest::json::{self, Vendor};
@@ -32,7 +33,7 @@ const NAME: &str = "Gemini";
 /// ```
 #[derive(Debug, Clone)]
 pub struct Gemini {
-    client: HttpClient,
+    client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
     /// `/models/{model}:generateContent`, and its streaming twin, made once.
@@ -151,7 +152,7 @@ impl GeminiBuilder {
             config.headers.push(("x-goog-api-key".into(), key));
         }
         Ok(Gemini {
-            client: HttpClient::new(config)?,
+            client: Arc::new(HttpClient::new(config)?),
             generate_path: format!("/models/{}:generateContent", self.model),
             stream_path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
             model: self.model,
@@ -179,6 +180,22 @@ impl Llm for Gemini {
             &body,
             ContentAccumulator::new(self.vendor()),
         )
+    }
+
+    fn stream_events_owned(
+        &self,
+        request: Request<'_>,
+    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+        let body = match self.body(&request) {
+            Ok(body) => body,
+            Err(e) => return Some(Box::pin(futures_util::stream::once(async { Err(e) }))),
+        };
+        Some(rest::stream_owned(
+            Arc::clone(&self.client),
+            &self.stream_path,
+            &body,
+            ContentAccumulator::new(self.vendor()),
+        ))
     }
 
     fn name(&self) -> String {
@@ -709,8 +726,10 @@ impl UsageIn {
 /// Reads Gemini: each stream chunk is an answer of its own, so text is handed out as it
 /// comes, calls are collected whole, and the latest usage and finish reason win (a chunk
 /// without candidates, usage only, is fine); a non-streamed answer is one chunk.
-pub(crate) struct ContentAccumulator<'v> {
-    vendor: Vendor<'v>,
+pub(crate) struct ContentAccumulator {
+    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
+    vendor_id: String,
+    vendor_name: String,
     id: Option<String>,
     model: Option<String>,
     signature: Option<String>,
@@ -721,10 +740,16 @@ pub(crate) struct ContentAccumulator<'v> {
     finish: Option<FinishReason>,
 }
 
-impl<'v> ContentAccumulator<'v> {
-    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+impl ContentAccumulator {
+    /// Who is answering, for errors.
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.vendor_id, &self.vendor_name)
+    }
+
+    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
         Self {
-            vendor,
+            vendor_id: vendor.id.to_owned(),
+            vendor_name: vendor.name.to_owned(),
             id: None,
             model: None,
             signature: None,
@@ -738,7 +763,7 @@ impl<'v> ContentAccumulator<'v> {
 
     /// Reads a non-streamed answer (the body of `path`).
     pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
-        let vendor = self.vendor;
+        let vendor = self.vendor();
         let chunk: Chunk<'_> = json::answer(vendor, path, body)?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
@@ -810,12 +835,12 @@ impl<'v> ContentAccumulator<'v> {
     }
 }
 
-impl Accumulator for ContentAccumulator<'_> {
+impl Accumulator for ContentAccumulator {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let chunk: Chunk<'_> = serde_json::from_str(event.data)
-            .map_err(|e| json::unreadable(self.vendor, &e, event.data))?;
+            .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(json::vendor_error(self.vendor, error, event.data));
+            return Err(json::vendor_error(self.vendor(), error, event.data));
         }
         self.take(chunk, Some(emit));
         Ok(())
@@ -823,7 +848,10 @@ impl Accumulator for ContentAccumulator<'_> {
 
     fn finish(&mut self) -> Result<CompletionResponse> {
         if self.finish.is_none() {
-            return Err(json::incomplete(self.vendor, "a candidate's finishReason"));
+            return Err(json::incomplete(
+                self.vendor(),
+                "a candidate's finishReason",
+            ));
         }
         let mut blocks: Vec<Block> = Vec::new();
         if let Some(signature) = self.signature.take() {

@@ -8,6 +8,7 @@ use harness_core::{
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
 use crate::rest::json::{self, Vendor};
@@ -41,7 +42,7 @@ const PATH: &str = "/chat/completions";
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpenAi {
-    client: HttpClient,
+    client: Arc<HttpClient>,
     model: String,
     /// The service's name, for messages.
     name: &'static str,
@@ -217,7 +218,7 @@ impl OpenAiBuilder {
                 .push(("authorization".into(), format!("Bearer {key}")));
         }
         Ok(OpenAi {
-            client: HttpClient::new(config)?,
+            client: Arc::new(HttpClient::new(config)?),
             model: self.model,
             name: self.service.name,
             defaults: self.defaults,
@@ -246,6 +247,18 @@ impl Llm for OpenAi {
             &self.body(&request, true),
             ChatAccumulator::new(self.vendor()),
         )
+    }
+
+    fn stream_events_owned(
+        &self,
+        request: Request<'_>,
+    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+        Some(rest::stream_owned(
+            Arc::clone(&self.client),
+            PATH,
+            &self.body(&request, true),
+            ChatAccumulator::new(self.vendor()),
+        ))
     }
 
     fn name(&self) -> String {
@@ -825,8 +838,10 @@ impl CallSlot {
 /// fragments joined by index in order of first appearance, a new id at a taken index
 /// starting another call, usage from the final `choices: []` chunk; whole once a
 /// `finish_reason` or `data: [DONE]` has come), and a non-streamed answer as one chunk.
-pub(crate) struct ChatAccumulator<'v> {
-    vendor: Vendor<'v>,
+pub(crate) struct ChatAccumulator {
+    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
+    vendor_id: String,
+    vendor_name: String,
     id: Option<String>,
     model: Option<String>,
     text: String,
@@ -837,10 +852,16 @@ pub(crate) struct ChatAccumulator<'v> {
     done: bool,
 }
 
-impl<'v> ChatAccumulator<'v> {
-    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
+impl ChatAccumulator {
+    /// Who is answering, for errors.
+    fn vendor(&self) -> Vendor<'_> {
+        Vendor::new(&self.vendor_id, &self.vendor_name)
+    }
+
+    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
         Self {
-            vendor,
+            vendor_id: vendor.id.to_owned(),
+            vendor_name: vendor.name.to_owned(),
             id: None,
             model: None,
             text: String::new(),
@@ -854,7 +875,7 @@ impl<'v> ChatAccumulator<'v> {
 
     /// Reads a non-streamed answer: its `message` is the `delta` of one chunk.
     pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
-        let vendor = self.vendor;
+        let vendor = self.vendor();
         let chunk: Chunk<'_> = json::answer(vendor, PATH, body)?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
@@ -971,12 +992,12 @@ impl<'v> ChatAccumulator<'v> {
     }
 }
 
-impl Accumulator for ChatAccumulator<'_> {
+impl Accumulator for ChatAccumulator {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let chunk: Chunk<'_> = serde_json::from_str(event.data)
-            .map_err(|e| json::unreadable(self.vendor, &e, event.data))?;
+            .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
-            return Err(json::vendor_error(self.vendor, error, event.data));
+            return Err(json::vendor_error(self.vendor(), error, event.data));
         }
         self.take(chunk, Some(emit));
         Ok(())
@@ -989,7 +1010,7 @@ impl Accumulator for ChatAccumulator<'_> {
     fn finish(&mut self) -> Result<CompletionResponse> {
         if self.finish.is_none() && !self.done {
             return Err(json::incomplete(
-                self.vendor,
+                self.vendor(),
                 "a finish_reason or data: [DONE]",
             ));
         }

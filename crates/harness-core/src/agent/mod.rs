@@ -11,6 +11,7 @@ mod budget;
 mod context;
 mod events;
 mod fnmatch;
+mod handoff;
 mod journal;
 mod middleware;
 mod output;

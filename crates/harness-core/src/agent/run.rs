@@ -281,6 +281,19 @@ impl AgentInner {
             if !events.is_streaming() && journal.is_none() {
                 return model.generate(request).await;
             }
+            // The watcher reads a stream that borrows nothing itself; the loop waits for the
+            // turn.
+            if let Some(handoff) = events.handoff().filter(|_| journal.is_none())
+                && let Some(stream) = model.stream_events_owned(request)
+            {
+                let answer = handoff.hand_over(stream, span.clone()).await;
+                return answer.ok().flatten().unwrap_or_else(|| {
+                    Err(Error::from(crate::error::ProviderError::new(
+                        self.model_name.clone(),
+                        "the model's stream ended without a completed turn",
+                    )))
+                });
+            }
             let mut stream = model.stream_events(request);
             while let Some(event) = stream.next().await {
                 match event? {

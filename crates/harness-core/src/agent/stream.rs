@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 
+use super::handoff::{Handoff, WatchedRun};
 use super::{AgentEvent, AgentInner, Journal, RunInput, ToolMode};
 use crate::channel::{Emitter, channel_stream};
 use crate::error::Result;
@@ -18,6 +19,8 @@ use crate::tool::Ctx;
 pub(crate) struct Events<'a> {
     sink: Option<&'a Emitter<Result<AgentEvent>>>,
     journal: Option<&'a dyn Journal>,
+    /// Where a model stream that needs no borrow goes, for the watcher to read itself.
+    handoff: Option<&'a Handoff>,
 }
 
 impl<'a> Events<'a> {
@@ -25,13 +28,15 @@ impl<'a> Events<'a> {
         Self {
             sink: None,
             journal: None,
+            handoff: None,
         }
     }
 
-    fn to(sink: &'a Emitter<Result<AgentEvent>>) -> Self {
+    fn to(sink: &'a Emitter<Result<AgentEvent>>, handoff: &'a Handoff) -> Self {
         Self {
             sink: Some(sink),
             journal: None,
+            handoff: Some(handoff),
         }
     }
 
@@ -40,12 +45,18 @@ impl<'a> Events<'a> {
         Self {
             sink: None,
             journal: Some(journal),
+            handoff: None,
         }
     }
 
     /// The journal steps go through, for a journaled run.
     pub(crate) fn journal(&self) -> Option<&'a dyn Journal> {
         self.journal
+    }
+
+    /// Where a watched run leaves a model stream for the watcher to read, when it has one.
+    pub(crate) fn handoff(&self) -> Option<&'a Handoff> {
+        self.handoff
     }
 
     /// True when someone is watching: the model is then streamed too.
@@ -97,10 +108,13 @@ pub(crate) fn events(
     mode: ToolMode,
 ) -> BoxStream<'static, Result<AgentEvent>> {
     let input = Box::new(input);
-    Box::pin(channel_stream(|sink| async move {
-        let outcome = agent.drive(input, mode, &Events::to(&sink)).await;
+    let handoff = Handoff::default();
+    let handed = handoff.clone();
+    let run = channel_stream(|sink| async move {
+        let outcome = agent.drive(input, mode, &Events::to(&sink, &handed)).await;
         sink.emit(outcome.map(|state| AgentEvent::Finished(Box::new(state))));
-    }))
+    });
+    Box::pin(WatchedRun::new(run, handoff))
 }
 
 /// The text deltas of an event stream.

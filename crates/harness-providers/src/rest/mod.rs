@@ -33,4 +33,4 @@ mod stream;
 pub use http::{HttpClient, HttpConfig, RetryPolicy};
 pub use json::Vendor;
 pub use sse::{SseDecoder, SseEvent};
-pub use stream::{Accumulator, decode, stream};
+pub use stream::{Accumulator, decode, stream, stream_owned};

@@ -6,8 +6,10 @@
 //! the total timeout, is not an event stream at all, or (the accumulator's check) ends
 //! before the vendor's end mark. Deltas handed out before such a failure stay handed out.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -99,6 +101,35 @@ where
     A: Accumulator + 'a,
     B: Serialize + ?Sized,
 {
+    start(ClientRef::Borrowed(client), path, body, accumulator)
+}
+
+/// [`stream`] for a client shared through an `Arc`: the stream owns what it reads with, so
+/// it lives as long as it is read (`'static`), as
+/// [`Llm::stream_events_owned`](harness_core::Llm::stream_events_owned) returns it.
+pub fn stream_owned<A, B>(
+    client: Arc<HttpClient>,
+    path: &str,
+    body: &B,
+    accumulator: A,
+) -> BoxStream<'static, Result<LlmEvent>>
+where
+    A: Accumulator + 'static,
+    B: Serialize + ?Sized,
+{
+    start(ClientRef::Shared(client), path, body, accumulator)
+}
+
+fn start<'a, A, B>(
+    client: ClientRef<'a>,
+    path: &str,
+    body: &B,
+    accumulator: A,
+) -> BoxStream<'a, Result<LlmEvent>>
+where
+    A: Accumulator + 'a,
+    B: Serialize + ?Sized,
+{
     let payload = match client.payload(path, body) {
         Ok(payload) => payload,
         Err(e) => return Box::pin(futures_util::stream::once(std::future::ready(Err(e)))),
@@ -106,8 +137,9 @@ where
     let path = path.to_owned();
     // The request's future is boxed so that it is freed once the body starts: inline, it
     // would size the stream for its whole life. It hands the path back for the reader.
+    let sender = client.clone();
     let request: Request<'a> = Box::pin(async move {
-        let started = client.post_stream(&path, payload).await;
+        let started = sender.post_stream(&path, payload).await;
         (started, path)
     });
     Box::pin(Streamed {
@@ -117,6 +149,24 @@ where
             accumulator,
         },
     })
+}
+
+/// The client a stream reads with: lent by the provider, or shared with it.
+#[derive(Clone)]
+enum ClientRef<'a> {
+    Borrowed(&'a HttpClient),
+    Shared(Arc<HttpClient>),
+}
+
+impl std::ops::Deref for ClientRef<'_> {
+    type Target = HttpClient;
+
+    fn deref(&self) -> &HttpClient {
+        match self {
+            Self::Borrowed(client) => client,
+            Self::Shared(client) => client,
+        }
+    }
 }
 
 /// The request that starts a stream, until its body starts; then the path it was sent to.
@@ -131,7 +181,7 @@ struct Streamed<'a, A> {
 
 enum Phase<'a, A> {
     Start {
-        client: &'a HttpClient,
+        client: ClientRef<'a>,
         request: Request<'a>,
         accumulator: A,
     },
@@ -165,7 +215,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             };
             match started {
                 Ok(streaming) => {
-                    let reader = open(client, &path, streaming, accumulator);
+                    let reader = open(&client, &path, streaming, accumulator);
                     this.phase = Phase::Reading(Box::new(reader));
                 }
                 Err(e) => return Poll::Ready(Some(Err(e))),
@@ -233,19 +283,24 @@ pub fn decode<A: Accumulator>(
 }
 
 fn open<'a, A: Accumulator + 'a>(
-    client: &'a HttpClient,
+    client: &ClientRef<'a>,
     path: &str,
     Streaming { response, permit }: Streaming,
     accumulator: A,
 ) -> Reader<'a, A> {
     let config = client.config();
+    // A lent client lends its name; a shared one may go before the stream does.
+    let provider = match client {
+        ClientRef::Borrowed(lent) => Cow::Borrowed(lent.config().provider.as_str()),
+        ClientRef::Shared(shared) => Cow::Owned(shared.config().provider.clone()),
+    };
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .cloned();
     let body: Body<'a> = response.bytes_stream().boxed();
     Reader::new(
-        &config.provider,
+        provider,
         client.url(path),
         content_type,
         body,
@@ -262,7 +317,7 @@ fn open<'a, A: Accumulator + 'a>(
 /// Reads one streamed body into events: the SSE decoder, the vendor's accumulator, and the
 /// checks that make a broken stream an error rather than a short answer.
 pub(crate) struct Reader<'a, A> {
-    provider: &'a str,
+    provider: Cow<'a, str>,
     url: String,
     content_type: Option<HeaderValue>,
     body: Body<'a>,
@@ -288,7 +343,7 @@ pub(crate) struct Reader<'a, A> {
 
 impl<'a, A: Accumulator> Reader<'a, A> {
     pub(crate) fn new(
-        provider: &'a str,
+        provider: impl Into<Cow<'a, str>>,
         url: String,
         content_type: Option<HeaderValue>,
         body: Body<'a>,
@@ -304,7 +359,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             (one, other) => one.or(other),
         };
         Self {
-            provider,
+            provider: provider.into(),
             url,
             content_type,
             body,
@@ -323,7 +378,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     }
 
     fn failure(&self, kind: ProviderErrorKind, message: String) -> Error {
-        ProviderError::new(self.provider, message)
+        ProviderError::new(&*self.provider, message)
             .with_kind(kind)
             .into()
     }
@@ -457,7 +512,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             Some(Ok(bytes)) => Ok(Some(bytes)),
             None => Ok(None),
             Some(Err(e)) => Err(ProviderError::new(
-                self.provider,
+                &*self.provider,
                 format!(
                     "the stream from {} broke off: {}",
                     self.url,
@@ -536,7 +591,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             && let Some(error) = value.get("error").filter(|e| !e.is_null())
         {
             return Err(json::vendor_error(
-                Vendor::new(self.provider, self.provider),
+                Vendor::new(&self.provider, &self.provider),
                 error,
                 &String::from_utf8_lossy(&self.head),
             ));
@@ -549,7 +604,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             .filter(|v| !v.is_empty())
             .unwrap_or("none");
         let error = ProviderError::new(
-            self.provider,
+            &*self.provider,
             format!(
                 "the response from {} is not an event stream (Content-Type: {content_type}); \
                  it begins: {}",
