@@ -36,7 +36,7 @@ const QUILL: Vendor<'static> = Vendor::new("quill", "Quill");
 
 /// A Quill model.
 pub struct Quill {
-    client: HttpClient,
+    client: Arc<HttpClient>,
     model: String,
 }
 
@@ -51,7 +51,7 @@ impl Quill {
             .headers
             .push(("authorization".into(), format!("Bearer {api_key}")));
         Ok(Self {
-            client: HttpClient::new(config)?,
+            client: Arc::new(HttpClient::new(config)?),
             model: model.to_owned(),
         })
     }
@@ -81,6 +81,22 @@ impl Llm for Quill {
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
         let accumulator = QuillAccumulator::default();
         rest::stream(&self.client, PATH, &self.body(&request, true), accumulator)
+    }
+
+    // The same stream owning its client (the body is serialised here): an agent's watcher
+    // then reads it directly, with nothing passed through the run for each event.
+    fn stream_events_owned(
+        &self,
+        request: Request<'_>,
+    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+        let accumulator = QuillAccumulator::default();
+        let body = self.body(&request, true);
+        Some(rest::stream_owned(
+            Arc::clone(&self.client),
+            PATH,
+            &body,
+            accumulator,
+        ))
     }
 
     fn name(&self) -> String {
