@@ -19,6 +19,10 @@ use crate::wire::{Count, Parameters, Settings, Str, SystemText, Text, present};
 const VERSION: &str = "2023-06-01";
 const PATH: &str = "/messages";
 const NAME: &str = "Anthropic";
+/// Who answers, as errors say it.
+const VENDOR: Vendor<'static> = Vendor::new(ID, NAME);
+/// The provider id errors and telemetry report.
+const ID: &str = "anthropic";
 
 /// A Claude model behind Anthropic's Messages API.
 ///
@@ -103,10 +107,6 @@ impl Anthropic {
         serde_json::to_value(self.body(request, stream)).unwrap_or_default()
     }
 
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.client.config().provider, NAME)
-    }
-
     /// The request body, borrowed from the request.
     fn body<'a>(&'a self, request: &Request<'a>, stream: bool) -> Body<'a> {
         let settings = Settings::merge(request.settings, &self.defaults);
@@ -171,7 +171,7 @@ impl AnthropicBuilder {
             ));
         }
         let mut config = self.connection.config(
-            "anthropic",
+            ID,
             "https://api.anthropic.com/v1",
             Some("ANTHROPIC_BASE_URL"),
         );
@@ -194,7 +194,7 @@ impl AnthropicBuilder {
 impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         let answer = self.client.post(PATH, &self.body(&request, false)).await?;
-        MessagesAccumulator::new(self.vendor()).answer(&answer)
+        MessagesAccumulator::new(VENDOR).answer(&answer)
     }
 
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
@@ -202,7 +202,7 @@ impl Llm for Anthropic {
             &self.client,
             PATH,
             &self.body(&request, true),
-            MessagesAccumulator::new(self.vendor()),
+            MessagesAccumulator::new(VENDOR),
         )
     }
 
@@ -214,7 +214,7 @@ impl Llm for Anthropic {
             Arc::clone(&self.client),
             PATH,
             &self.body(&request, true),
-            MessagesAccumulator::new(self.vendor()),
+            MessagesAccumulator::new(VENDOR),
         ))
     }
 
@@ -701,10 +701,8 @@ enum Slot {
 /// `message_start` and `message_delta`; whole once `message_stop` has come), and a
 /// non-streamed answer as the events it would have been: its start, each block started
 /// whole, its stop reason, its stop.
-pub(crate) struct MessagesAccumulator {
-    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
-    vendor_id: String,
-    vendor_name: String,
+pub(crate) struct MessagesAccumulator<'v> {
+    vendor: Vendor<'v>,
     id: Option<String>,
     model: Option<String>,
     slots: Vec<(usize, Slot)>,
@@ -713,16 +711,15 @@ pub(crate) struct MessagesAccumulator {
     stopped: bool,
 }
 
-impl MessagesAccumulator {
+impl<'v> MessagesAccumulator<'v> {
     /// Who is answering, for errors.
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.vendor_id, &self.vendor_name)
+    fn vendor(&self) -> Vendor<'v> {
+        self.vendor
     }
 
-    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
         Self {
-            vendor_id: vendor.id.to_owned(),
-            vendor_name: vendor.name.to_owned(),
+            vendor,
             id: None,
             model: None,
             slots: Vec::new(),
@@ -880,7 +877,7 @@ impl MessagesAccumulator {
     }
 }
 
-impl Accumulator for MessagesAccumulator {
+impl Accumulator for MessagesAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let data = event.data;
         let event: Event<'_> =

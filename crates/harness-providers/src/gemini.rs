@@ -16,6 +16,10 @@ use crate::rest::{self, Accumulator, HttpClient, SseEvent};
 use crate::wire::{ContentText, Count, Few, Settings, SystemText, Text, present};
 
 const NAME: &str = "Gemini";
+/// Who answers, as errors say it.
+const VENDOR: Vendor<'static> = Vendor::new(ID, NAME);
+/// The provider id errors and telemetry report.
+const ID: &str = "gemini";
 
 /// A Gemini model.
 ///
@@ -97,10 +101,6 @@ impl Gemini {
         Ok(serde_json::to_value(body).unwrap_or_default())
     }
 
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.client.config().provider, NAME)
-    }
-
     /// The request body, borrowed from the request; an image Gemini cannot take is refused
     /// here, before anything is written.
     fn body<'a>(&'a self, request: &Request<'a>) -> Result<Body<'a>> {
@@ -143,11 +143,9 @@ impl GeminiBuilder {
     /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0 or
     /// a key that is not a valid header.
     pub fn build(self) -> Result<Gemini> {
-        let mut config = self.connection.config(
-            "gemini",
-            "https://generativelanguage.googleapis.com/v1beta",
-            None,
-        );
+        let mut config =
+            self.connection
+                .config(ID, "https://generativelanguage.googleapis.com/v1beta", None);
         if let Some(key) = self.connection.key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
             config.headers.push(("x-goog-api-key".into(), key));
         }
@@ -166,7 +164,7 @@ impl Llm for Gemini {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         let body = self.body(&request)?;
         let answer = self.client.post(&self.generate_path, &body).await?;
-        ContentAccumulator::new(self.vendor()).answer(&self.generate_path, &answer)
+        ContentAccumulator::new(VENDOR).answer(&self.generate_path, &answer)
     }
 
     fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
@@ -178,7 +176,7 @@ impl Llm for Gemini {
             &self.client,
             &self.stream_path,
             &body,
-            ContentAccumulator::new(self.vendor()),
+            ContentAccumulator::new(VENDOR),
         )
     }
 
@@ -194,7 +192,7 @@ impl Llm for Gemini {
             Arc::clone(&self.client),
             &self.stream_path,
             &body,
-            ContentAccumulator::new(self.vendor()),
+            ContentAccumulator::new(VENDOR),
         ))
     }
 
@@ -726,10 +724,8 @@ impl UsageIn {
 /// Reads Gemini: each stream chunk is an answer of its own, so text is handed out as it
 /// comes, calls are collected whole, and the latest usage and finish reason win (a chunk
 /// without candidates, usage only, is fine); a non-streamed answer is one chunk.
-pub(crate) struct ContentAccumulator {
-    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
-    vendor_id: String,
-    vendor_name: String,
+pub(crate) struct ContentAccumulator<'v> {
+    vendor: Vendor<'v>,
     id: Option<String>,
     model: Option<String>,
     signature: Option<String>,
@@ -740,16 +736,15 @@ pub(crate) struct ContentAccumulator {
     finish: Option<FinishReason>,
 }
 
-impl ContentAccumulator {
+impl<'v> ContentAccumulator<'v> {
     /// Who is answering, for errors.
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.vendor_id, &self.vendor_name)
+    fn vendor(&self) -> Vendor<'v> {
+        self.vendor
     }
 
-    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
         Self {
-            vendor_id: vendor.id.to_owned(),
-            vendor_name: vendor.name.to_owned(),
+            vendor,
             id: None,
             model: None,
             signature: None,
@@ -835,7 +830,7 @@ impl ContentAccumulator {
     }
 }
 
-impl Accumulator for ContentAccumulator {
+impl Accumulator for ContentAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let chunk: Chunk<'_> = serde_json::from_str(event.data)
             .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;

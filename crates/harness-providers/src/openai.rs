@@ -44,6 +44,8 @@ const PATH: &str = "/chat/completions";
 pub struct OpenAi {
     client: Arc<HttpClient>,
     model: String,
+    /// The service's id, as errors report it (the client's provider).
+    id: &'static str,
     /// The service's name, for messages.
     name: &'static str,
     defaults: ModelSettings,
@@ -130,8 +132,8 @@ impl OpenAi {
     }
 
     /// Who is answering, for errors.
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.client.config().provider, self.name)
+    fn vendor(&self) -> Vendor<'static> {
+        Vendor::new(self.id, self.name)
     }
 
     /// The request body, borrowed from the request.
@@ -220,6 +222,7 @@ impl OpenAiBuilder {
         Ok(OpenAi {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
+            id: self.service.id,
             name: self.service.name,
             defaults: self.defaults,
             stream_usage: self.stream_usage,
@@ -838,10 +841,8 @@ impl CallSlot {
 /// fragments joined by index in order of first appearance, a new id at a taken index
 /// starting another call, usage from the final `choices: []` chunk; whole once a
 /// `finish_reason` or `data: [DONE]` has come), and a non-streamed answer as one chunk.
-pub(crate) struct ChatAccumulator {
-    // Owned, so that a stream that owns its accumulator can outlive the provider's borrow.
-    vendor_id: String,
-    vendor_name: String,
+pub(crate) struct ChatAccumulator<'v> {
+    vendor: Vendor<'v>,
     id: Option<String>,
     model: Option<String>,
     text: String,
@@ -852,16 +853,15 @@ pub(crate) struct ChatAccumulator {
     done: bool,
 }
 
-impl ChatAccumulator {
+impl<'v> ChatAccumulator<'v> {
     /// Who is answering, for errors.
-    fn vendor(&self) -> Vendor<'_> {
-        Vendor::new(&self.vendor_id, &self.vendor_name)
+    fn vendor(&self) -> Vendor<'v> {
+        self.vendor
     }
 
-    pub(crate) fn new(vendor: Vendor<'_>) -> Self {
+    pub(crate) fn new(vendor: Vendor<'v>) -> Self {
         Self {
-            vendor_id: vendor.id.to_owned(),
-            vendor_name: vendor.name.to_owned(),
+            vendor,
             id: None,
             model: None,
             text: String::new(),
@@ -992,7 +992,7 @@ impl ChatAccumulator {
     }
 }
 
-impl Accumulator for ChatAccumulator {
+impl Accumulator for ChatAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let chunk: Chunk<'_> = serde_json::from_str(event.data)
             .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
