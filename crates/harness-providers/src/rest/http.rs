@@ -127,6 +127,8 @@ pub struct HttpClient {
 pub(crate) struct Streaming {
     pub(crate) response: Response,
     pub(crate) permit: Option<OwnedSemaphorePermit>,
+    /// Where it was sent, for the reader's messages (formatted once, for the request).
+    pub(crate) url: String,
 }
 
 impl HttpClient {
@@ -198,7 +200,10 @@ impl HttpClient {
     pub async fn post<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Result<Bytes> {
         let payload = self.payload(path, body)?;
         let _permit = self.acquire().await?;
-        let response = self.send_with_retries(path, payload, Mode::Json).await?;
+        let url = self.url(path);
+        let response = self
+            .send_with_retries(path, &url, payload, Mode::Json)
+            .await?;
         self.read_capped(path, response, self.config.max_response_bytes)
             .await
     }
@@ -283,8 +288,15 @@ impl HttpClient {
     /// to read as a stream. Retries happen only here, before the body starts.
     pub(crate) async fn post_stream(&self, path: &str, payload: Bytes) -> Result<Streaming> {
         let permit = self.acquire().await?;
-        let response = self.send_with_retries(path, payload, Mode::Stream).await?;
-        Ok(Streaming { response, permit })
+        let url = self.url(path);
+        let response = self
+            .send_with_retries(path, &url, payload, Mode::Stream)
+            .await?;
+        Ok(Streaming {
+            response,
+            permit,
+            url,
+        })
     }
 
     async fn acquire(&self) -> Result<Option<OwnedSemaphorePermit>> {
@@ -298,15 +310,20 @@ impl HttpClient {
         }
     }
 
-    async fn send_with_retries(&self, path: &str, payload: Bytes, mode: Mode) -> Result<Response> {
-        let url = self.url(path);
+    async fn send_with_retries(
+        &self,
+        path: &str,
+        url: &str,
+        payload: Bytes,
+        mode: Mode,
+    ) -> Result<Response> {
         let attempts = self.config.retry.attempts;
         let mut attempt = 0;
         loop {
             let last = attempt + 1 >= attempts;
             let request = self
                 .client
-                .post(&url)
+                .post(url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone());
             let sent = match mode {

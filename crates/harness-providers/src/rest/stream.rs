@@ -136,12 +136,9 @@ where
     };
     let path = path.to_owned();
     // The request's future is boxed so that it is freed once the body starts: inline, it
-    // would size the stream for its whole life. It hands the path back for the reader.
+    // would size the stream for its whole life.
     let sender = client.clone();
-    let request: Request<'a> = Box::pin(async move {
-        let started = sender.post_stream(&path, payload).await;
-        (started, path)
-    });
+    let request: Request<'a> = Box::pin(async move { sender.post_stream(&path, payload).await });
     Box::pin(Streamed {
         phase: Phase::Start {
             client,
@@ -169,8 +166,8 @@ impl std::ops::Deref for ClientRef<'_> {
     }
 }
 
-/// The request that starts a stream, until its body starts; then the path it was sent to.
-type Request<'a> = Pin<Box<dyn Future<Output = (Result<Streaming>, String)> + Send + 'a>>;
+/// The request that starts a stream, until its body starts.
+type Request<'a> = Pin<Box<dyn Future<Output = Result<Streaming>> + Send + 'a>>;
 
 /// The stream [`stream`] returns: the request, then its body read item by item. A
 /// hand-written stream rather than an `unfold` over an async step: each item is one poll of
@@ -204,7 +201,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
     ) -> Poll<Option<Result<LlmEvent>>> {
         let this = self.get_mut();
         if let Phase::Start { request, .. } = &mut this.phase {
-            let (started, path) = std::task::ready!(request.as_mut().poll(cx));
+            let started = std::task::ready!(request.as_mut().poll(cx));
             let Phase::Start {
                 client,
                 accumulator,
@@ -215,7 +212,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             };
             match started {
                 Ok(streaming) => {
-                    let reader = open(&client, &path, streaming, accumulator);
+                    let reader = open(&client, streaming, accumulator);
                     this.phase = Phase::Reading(Box::new(reader));
                 }
                 Err(e) => return Poll::Ready(Some(Err(e))),
@@ -284,8 +281,11 @@ pub fn decode<A: Accumulator>(
 
 fn open<'a, A: Accumulator + 'a>(
     client: &ClientRef<'a>,
-    path: &str,
-    Streaming { response, permit }: Streaming,
+    Streaming {
+        response,
+        permit,
+        url,
+    }: Streaming,
     accumulator: A,
 ) -> Reader<'a, A> {
     let config = client.config();
@@ -301,7 +301,7 @@ fn open<'a, A: Accumulator + 'a>(
     let body: Body<'a> = response.bytes_stream().boxed();
     Reader::new(
         provider,
-        client.url(path),
+        url,
         content_type,
         body,
         accumulator,
