@@ -101,7 +101,8 @@ macro_rules! connection_setters {
         }
 
         /// How long a stream may stay silent (no byte at all), and how long its headers may
-        /// take (default 120 s). A stream that keeps sending is never cut by it.
+        /// take (default 120 s). A stream that keeps sending is never cut by it; a silent
+        /// one fails within a quarter of the timeout after it ran out.
         pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
             self.connection.idle_timeout = Some(timeout);
             self

@@ -78,6 +78,8 @@ pub struct HttpConfig {
     pub timeout: Duration,
     /// A stream fails when no byte arrives for this long, and so does waiting for a
     /// stream's headers (default 120 s). A stream that keeps sending is never cut by it.
+    /// A silence in the body is noticed by checks four times per timeout, so it fails
+    /// within a quarter of the timeout after it ran out, never before.
     pub idle_timeout: Duration,
     /// The time a whole stream may take, when set (default one hour); `None` lets a stream
     /// that keeps sending run for ever.

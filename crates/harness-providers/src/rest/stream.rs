@@ -81,6 +81,26 @@ pub(crate) struct Limits {
 /// to quote it.
 const HEAD_BYTES: usize = 4096;
 
+/// How many idle checks a stream makes per idle timeout: a silence is noticed within
+/// `1 / IDLE_CHECKS` of the timeout after it ran out.
+const IDLE_CHECKS: u32 = 4;
+
+/// When the next idle check is due: a check period after `now`, and no later than the idle
+/// timeout after `quiet_since`; `None` without an idle timeout.
+fn next_check(limits: &Limits, quiet_since: Instant, now: Instant) -> Option<Instant> {
+    let idle = limits.idle?;
+    let period = (idle / IDLE_CHECKS).max(Duration::from_millis(1));
+    earliest(now.checked_add(period), quiet_since.checked_add(idle))
+}
+
+/// The earlier of two optional instants.
+fn earliest(one: Option<Instant>, other: Option<Instant>) -> Option<Instant> {
+    match (one, other) {
+        (Some(one), Some(other)) => Some(one.min(other)),
+        (one, other) => one.or(other),
+    }
+}
+
 /// POSTs `body` (serialised once, the same bytes on every retry) to `path` and streams the
 /// answer through `accumulator`: its deltas as they arrive, then [`LlmEvent::Completed`]
 /// with the whole turn, or the error that ended the stream.
@@ -327,11 +347,16 @@ pub(crate) struct Reader<'a, A> {
     limits: Limits,
     /// When the total timeout runs out.
     deadline: Option<Instant>,
-    /// One timer for the stream's whole life, armed for the earlier of the idle and the
-    /// total timeout and moved on only when it fires early: a chunk only notes its time, so
-    /// reading costs no timer work per chunk.
+    /// One timer for the stream's whole life, firing at each idle check (every
+    /// [`IDLE_CHECKS`]th of the idle timeout) or at the total deadline, whichever is first.
+    /// A chunk only sets [`read_since_check`](Self::read_since_check): reading the clock
+    /// for every chunk cost about 1 µs of a streamed run (docs/performance.md).
     timer: Option<Pin<Box<Sleep>>>,
-    last_read: Instant,
+    /// Whether a chunk came since the last idle check.
+    read_since_check: bool,
+    /// The first idle check with no chunk since the one before: the stream has been silent
+    /// at least since then.
+    quiet_since: Instant,
     /// The first bytes of a body in which no event was found yet, to quote when it turns
     /// out not to be an event stream.
     head: Vec<u8>,
@@ -353,11 +378,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     ) -> Self {
         let now = Instant::now();
         let deadline = limits.total.and_then(|total| now.checked_add(total));
-        let idle_end = limits.idle.and_then(|idle| now.checked_add(idle));
-        let first = match (idle_end, deadline) {
-            (Some(idle_end), Some(deadline)) => Some(idle_end.min(deadline)),
-            (one, other) => one.or(other),
-        };
+        let first = earliest(next_check(&limits, now, now), deadline);
         Self {
             provider: provider.into(),
             url,
@@ -369,7 +390,8 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             limits,
             deadline,
             timer: first.map(|at| Box::pin(tokio::time::sleep_until(at))),
-            last_read: now,
+            read_since_check: false,
+            quiet_since: now,
             head: Vec::new(),
             events: 0,
             ended: false,
@@ -473,32 +495,38 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     }
 
     /// The next chunk of the body within the idle and total timeouts.
+    ///
+    /// The idle timeout is checked, not timed per chunk: a silence is noticed at the first
+    /// check at least the idle timeout after the first check that found no chunk since
+    /// the one before, so a stream silent for the idle timeout fails within a quarter of
+    /// it more, and never sooner.
     fn poll_chunk(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Result<Option<Bytes>>> {
         loop {
             if let Poll::Ready(read) = self.body.poll_next_unpin(cx) {
-                self.last_read = Instant::now();
+                self.read_since_check = true;
                 return Poll::Ready(self.settle(read));
             }
             let Some(timer) = self.timer.as_mut() else {
                 return Poll::Pending;
             };
             std::task::ready!(timer.as_mut().poll(cx));
-            // The timer fired: a timeout, unless a chunk came since it was armed.
             let now = Instant::now();
             if self.deadline.is_some_and(|deadline| deadline <= now) {
                 return Poll::Ready(Err(self.timeout(true)));
             }
-            let idle_end = self
+            if std::mem::take(&mut self.read_since_check) {
+                self.quiet_since = now;
+            } else if self
                 .limits
                 .idle
-                .and_then(|idle| self.last_read.checked_add(idle));
-            if idle_end.is_some_and(|end| end <= now) {
+                .is_some_and(|idle| now.saturating_duration_since(self.quiet_since) >= idle)
+            {
                 return Poll::Ready(Err(self.timeout(false)));
             }
-            let next = match (idle_end, self.deadline) {
-                (Some(idle_end), Some(deadline)) => Some(idle_end.min(deadline)),
-                (one, other) => one.or(other),
-            };
+            let next = earliest(
+                next_check(&self.limits, self.quiet_since, now),
+                self.deadline,
+            );
             match (next, self.timer.as_mut()) {
                 (Some(at), Some(timer)) => timer.as_mut().reset(at),
                 _ => self.timer = None,
@@ -724,13 +752,36 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_silence_after_deltas_is_timed_from_the_last_chunk() {
         // An event every 100 s up to 400 s keeps a 120 s idle timeout from firing; then the
-        // silence fails it, 120 s after the last chunk.
+        // silence fails it, 120 s after the last chunk and within a check period (30 s)
+        // more.
         let body = slow_body(100, 300).chain(slow_body(200, 600)).boxed();
         let started = Instant::now();
         let (deltas, last) = drain(reader(body, limits(120, None))).await;
         assert!(last.unwrap_err().is_timeout());
         assert_eq!(deltas, 3);
-        assert_eq!(started.elapsed(), Duration::from_secs(520));
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_secs(520) && elapsed <= Duration::from_secs(550),
+            "{elapsed:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silences_just_under_the_idle_timeout_never_fail_the_stream() {
+        // A chunk every 119 s against a 120 s idle timeout, the checks every 30 s falling
+        // anywhere between them: 50 deltas, then the end, and no timeout.
+        let (deltas, last) = drain(reader(slow_body(119, 119 * 50), limits(120, None))).await;
+        assert_eq!(deltas, 50);
+        assert!(matches!(last, Ok(LlmEvent::Completed(_))), "{last:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_never_starts_fails_at_the_idle_timeout_exactly() {
+        let started = Instant::now();
+        let (deltas, last) = drain(reader(slow_body(1000, 1000), limits(120, None))).await;
+        assert_eq!(deltas, 0);
+        assert!(last.unwrap_err().is_timeout());
+        assert_eq!(started.elapsed(), Duration::from_secs(120));
     }
 
     #[tokio::test(start_paused = true)]
