@@ -159,22 +159,75 @@ pub(crate) struct Count(pub(crate) u64);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = serde_json::Value::deserialize(deserializer)?;
-        Ok(Self(count(&value)))
-    }
-}
+        struct CountVisitor;
 
-/// A token count from a JSON value, as [`Count`] reads it.
-pub(crate) fn count(value: &serde_json::Value) -> u64 {
-    match value {
-        serde_json::Value::Number(n) => n.as_u64().unwrap_or_else(|| {
-            // Negative integers are none; floats (and integers past u64, which serde_json
-            // reads as floats) saturate, as a float-to-int cast does.
-            n.as_f64()
-                .filter(|f| f.is_finite() && *f > 0.0)
-                .map_or(0, saturating_u64)
-        }),
-        _ => 0,
+        impl<'de> Visitor<'de> for CountVisitor {
+            type Value = Count;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token count")
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<Count, E> {
+                Ok(Count(v))
+            }
+
+            // Negative counts are none.
+            fn visit_i64<E>(self, v: i64) -> Result<Count, E> {
+                Ok(Count(u64::try_from(v).unwrap_or(0)))
+            }
+
+            // Floats (and integers past u64, which serde_json reads as floats) saturate, as
+            // a float-to-int cast does.
+            fn visit_f64<E>(self, v: f64) -> Result<Count, E> {
+                Ok(Count(if v.is_finite() && v > 0.0 {
+                    saturating_u64(v)
+                } else {
+                    0
+                }))
+            }
+
+            // Anything else counts 0, read whole so that the rest of the object reads on.
+            fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_unit<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_none<E>(self) -> Result<Count, E> {
+                Ok(Count(0))
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Count, D::Error> {
+                Count::deserialize(d)
+            }
+
+            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Count, S::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Count(0))
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Count, M::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Count(0))
+            }
+        }
+
+        // Read straight from the number, not through a `serde_json::Value`: a usage object
+        // holds half a dozen counts, read on every answer.
+        deserializer.deserialize_any(CountVisitor)
     }
 }
 
@@ -421,7 +474,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn a_list_reads_null_and_absent_as_empty() {
@@ -439,17 +491,28 @@ mod tests {
 
     #[test]
     fn counts_saturate_and_never_fail() {
-        assert_eq!(count(&json!(7)), 7);
-        assert_eq!(count(&json!(u64::MAX)), u64::MAX);
-        assert_eq!(count(&json!(-3)), 0);
-        assert_eq!(count(&json!(1e30)), u64::MAX);
-        assert_eq!(count(&json!(2.5)), 2);
-        assert_eq!(count(&json!("12")), 0);
-        assert_eq!(count(&json!(null)), 0);
-        let big: serde_json::Value = serde_json::from_str("184467440737095516160").unwrap();
-        assert_eq!(count(&big), u64::MAX);
-        let wire: Count = serde_json::from_str("-1").unwrap();
-        assert_eq!(wire, Count(0));
+        let count = |text: &str| serde_json::from_str::<Count>(text).unwrap().0;
+        assert_eq!(count("7"), 7);
+        assert_eq!(count(&u64::MAX.to_string()), u64::MAX);
+        assert_eq!(count("-3"), 0);
+        assert_eq!(count("-1"), 0);
+        assert_eq!(count("1e30"), u64::MAX);
+        assert_eq!(count("-1e30"), 0);
+        assert_eq!(count("2.5"), 2);
+        assert_eq!(count(r#""12""#), 0);
+        assert_eq!(count("null"), 0);
+        assert_eq!(count("true"), 0);
+        assert_eq!(count("184467440737095516160"), u64::MAX);
+        // Whatever a count is instead of a number is read whole; the object reads on.
+        #[derive(Deserialize)]
+        struct Usage {
+            a: Count,
+            b: Count,
+            c: Count,
+        }
+        let usage: Usage =
+            serde_json::from_str(r#"{"a": {"x": [1, {"y": 2}]}, "b": [3, [4]], "c": 5}"#).unwrap();
+        assert_eq!((usage.a.0, usage.b.0, usage.c.0), (0, 0, 5));
     }
 }
 
