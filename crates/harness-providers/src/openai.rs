@@ -5,6 +5,7 @@ use harness_core::{
     ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
     ToolSpec,
 };
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -635,21 +636,139 @@ impl Serialize for Calls<'_> {
 
 /// A Chat Completions answer or stream chunk: a non-streamed answer is one chunk whose
 /// choice carries a `message` where a chunk's carries a `delta`.
-#[derive(Deserialize)]
+///
+/// Read by hand ([`ChunkSeed`]), as [`Delta`] is, so that what nearly every chunk carries
+/// is read on a short path and the rest (usage, an error) out of line: measured over
+/// several code layouts, the derived readers' every-field path cost a streamed run about a
+/// microsecond (docs/performance.md).
+#[derive(Default)]
 struct Chunk<'a> {
-    #[serde(borrow, default)]
     id: Text<'a>,
-    #[serde(borrow, default)]
     model: Text<'a>,
-    #[serde(borrow, default)]
     choices: Option<Few<Choice<'a>>>,
     // Boxed, as `error` is: both are rare, and inline they would double the chunk's size.
-    #[serde(default)]
     usage: Option<Box<UsageWire>>,
     /// llama.cpp and gateways report a failure as `{"error": ...}`, in a 200 body or
     /// mid-stream.
-    #[serde(default)]
     error: Option<Box<Value>>,
+}
+
+impl<'a> Chunk<'a> {
+    /// Reads one stream event's chunk; `ids` says whether its `id` and `model` are still
+    /// wanted (a stream repeats both on every chunk, and the accumulator keeps the first).
+    fn read(data: &'a str, ids: bool) -> serde_json::Result<Self> {
+        let mut reader = serde_json::Deserializer::from_str(data);
+        let chunk = DeserializeSeed::deserialize(ChunkSeed { ids }, &mut reader)?;
+        reader.end()?;
+        Ok(chunk)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Chunk<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        DeserializeSeed::deserialize(ChunkSeed { ids: true }, deserializer)
+    }
+}
+
+/// A chunk's keys: the ones read, and the rest.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum ChunkKey {
+    Id,
+    Model,
+    Choices,
+    Usage,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads a [`Chunk`], its `id` and `model` only when `ids` (skipped otherwise, as unknown
+/// keys are). A key given twice is an error, as in serde's derived readers.
+struct ChunkSeed {
+    ids: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ChunkSeed {
+    type Value = Chunk<'de>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Chunk<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChunkSeed {
+    type Value = Chunk<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a chat completion (a JSON object)")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<Chunk<'de>, M::Error> {
+        let mut chunk = Chunk::default();
+        let mut seen = Seen::default();
+        while let Some(key) = map.next_key()? {
+            match key {
+                ChunkKey::Choices => {
+                    seen.once(1, "choices")?;
+                    chunk.choices = map.next_value()?;
+                }
+                ChunkKey::Id if self.ids => {
+                    seen.once(2, "id")?;
+                    chunk.id = map.next_value()?;
+                }
+                ChunkKey::Model if self.ids => {
+                    seen.once(4, "model")?;
+                    chunk.model = map.next_value()?;
+                }
+                ChunkKey::Usage => {
+                    seen.once(8, "usage")?;
+                    chunk.usage = rare(&mut map)?;
+                }
+                ChunkKey::Error => {
+                    seen.once(16, "error")?;
+                    chunk.error = rare(&mut map)?;
+                }
+                ChunkKey::Id | ChunkKey::Model | ChunkKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(chunk)
+    }
+}
+
+/// A value few chunks carry, read out of line (boxed; `null` is none).
+#[cold]
+#[inline(never)]
+fn rare<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut M,
+) -> std::result::Result<Option<Box<T>>, M::Error> {
+    map.next_value()
+}
+
+/// The keys of one object read so far, a bit each: a key given twice is an error, as
+/// serde's derived readers make it.
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    fn once<E: serde::de::Error>(
+        &mut self,
+        bit: u8,
+        key: &'static str,
+    ) -> std::result::Result<(), E> {
+        if self.0 & bit != 0 {
+            return Err(E::duplicate_field(key));
+        }
+        self.0 |= bit;
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
@@ -660,23 +779,118 @@ struct Choice<'a> {
     finish_reason: Text<'a>,
 }
 
-#[derive(Deserialize)]
+/// A choice's `delta` (or an answer's `message`).
+#[derive(Default)]
 struct Delta<'a> {
-    #[serde(borrow, default)]
     content: TextOrParts<'a>,
-    // The rare fields boxed (a pointer each, a box only when one comes): the delta is moved
-    // through serde's layers for every event, so its size is paid on every chunk.
-    /// OpenAI's refusal (structured outputs): what the model said instead of an answer.
-    #[serde(borrow, default)]
-    refusal: Option<Box<Str<'a>>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Box<Str<'a>>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Box<Str<'a>>>,
     // A `Vec`, empty without allocating when absent: a text chunk then stays small, and
     // the chunk is moved whole through serde's layers for every event.
-    #[serde(borrow, default, deserialize_with = "crate::wire::list")]
     tool_calls: Vec<CallWire<'a>>,
+    /// What few deltas carry, boxed: the delta is moved through serde's layers for every
+    /// event, so its size is paid on every chunk.
+    extra: Option<Box<DeltaExtra<'a>>>,
+}
+
+/// A delta's rare fields.
+#[derive(Default)]
+struct DeltaExtra<'a> {
+    /// OpenAI's refusal (structured outputs): what the model said instead of an answer.
+    refusal: Text<'a>,
+    reasoning_content: Text<'a>,
+    reasoning: Text<'a>,
+}
+
+impl<'a> Delta<'a> {
+    fn refusal(&self) -> Option<&Str<'a>> {
+        self.extra.as_ref().and_then(|extra| extra.refusal.as_ref())
+    }
+
+    /// The reasoning, under either name (the first that says something).
+    fn reasoning(&self) -> Option<&Str<'a>> {
+        let extra = self.extra.as_ref()?;
+        [&extra.reasoning_content, &extra.reasoning]
+            .into_iter()
+            .find_map(|r| r.as_ref().filter(|r| !r.is_empty()))
+    }
+}
+
+/// A delta's keys: the ones read, and the rest.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum DeltaKey {
+    Content,
+    ToolCalls,
+    Refusal,
+    ReasoningContent,
+    Reasoning,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct DeltaVisitor;
+
+        impl<'de> Visitor<'de> for DeltaVisitor {
+            type Value = Delta<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a delta or message (a JSON object)")
+            }
+
+            fn visit_map<M: MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> std::result::Result<Delta<'de>, M::Error> {
+                let mut delta = Delta::default();
+                let mut seen = Seen::default();
+                while let Some(key) = map.next_key()? {
+                    match key {
+                        DeltaKey::Content => {
+                            seen.once(1, "content")?;
+                            delta.content = map.next_value()?;
+                        }
+                        DeltaKey::ToolCalls => {
+                            seen.once(2, "tool_calls")?;
+                            delta.tool_calls =
+                                map.next_value::<Option<Vec<_>>>()?.unwrap_or_default();
+                        }
+                        DeltaKey::Refusal | DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
+                            read_extra(&mut map, key, &mut seen, &mut delta.extra)?;
+                        }
+                        DeltaKey::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(delta)
+            }
+        }
+
+        deserializer.deserialize_map(DeltaVisitor)
+    }
+}
+
+/// Reads one of a delta's rare fields, out of line.
+#[cold]
+#[inline(never)]
+fn read_extra<'de, M: MapAccess<'de>>(
+    map: &mut M,
+    key: DeltaKey,
+    seen: &mut Seen,
+    extra: &mut Option<Box<DeltaExtra<'de>>>,
+) -> std::result::Result<(), M::Error> {
+    let extra = extra.get_or_insert_with(Box::default);
+    let (bit, name, slot) = match key {
+        DeltaKey::Refusal => (4, "refusal", &mut extra.refusal),
+        DeltaKey::ReasoningContent => (8, "reasoning_content", &mut extra.reasoning_content),
+        _ => (16, "reasoning", &mut extra.reasoning),
+    };
+    seen.once(bit, name)?;
+    *slot = map.next_value()?;
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -921,11 +1135,7 @@ impl<'v> ChatAccumulator<'v> {
         for fragment in &delta.tool_calls {
             self.take_call(fragment, whole);
         }
-        // The reasoning, under either name (the first that says something).
-        let reasoning = [&delta.reasoning_content, &delta.reasoning]
-            .into_iter()
-            .find_map(|r| r.as_deref().filter(|r| !r.is_empty()));
-        if let Some(reasoning) = reasoning {
+        if let Some(reasoning) = delta.reasoning() {
             self.thinking.push_str(reasoning);
             if let Some(emit) = emit.as_mut() {
                 emit(LlmEvent::ThinkingDelta(reasoning.to_string()));
@@ -937,7 +1147,7 @@ impl<'v> ChatAccumulator<'v> {
                 emit(LlmEvent::ThinkingDelta(thinking.to_owned()));
             }
         }
-        for piece in [delta.content.text.as_ref(), delta.refusal.as_deref()] {
+        for piece in [delta.content.text.as_ref(), delta.refusal()] {
             if let Some(text) = piece.filter(|_| push(&mut self.text, piece))
                 && let Some(emit) = emit.as_mut()
             {
@@ -994,7 +1204,8 @@ impl<'v> ChatAccumulator<'v> {
 
 impl Accumulator for ChatAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
-        let chunk: Chunk<'_> = serde_json::from_str(event.data)
+        let ids = self.id.is_none() || self.model.is_none();
+        let chunk = Chunk::read(event.data, ids)
             .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(self.vendor(), error, event.data));
@@ -1126,4 +1337,97 @@ compatible! {
     /// A local llama.cpp `llama-server` at `localhost:8080`; no key. Start it with `--jinja`
     /// for tool calls.
     LlamaCpp => "llamacpp", "llama.cpp", "http://localhost:8080/v1", None, native: true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_is_read_whole_and_its_ids_only_while_wanted() {
+        let data = r#"{"id":"c1","object":"chat.completion.chunk","model":"m1",
+            "choices":[{"index":0,"delta":{"role":"assistant","content":"Hi",
+            "refusal":"no","reasoning_content":"","reasoning":"think",
+            "tool_calls":[{"index":0,"id":"call","function":{"name":"f","arguments":"{}"}}]},
+            "finish_reason":"stop"},{"index":1,"delta":{"content":"other"}}],
+            "usage":{"prompt_tokens":3,"completion_tokens":2},"error":null}"#;
+        let chunk = Chunk::read(data, true).unwrap();
+        assert_eq!(chunk.id.as_deref(), Some("c1"));
+        assert_eq!(chunk.model.as_deref(), Some("m1"));
+        assert_eq!(
+            chunk
+                .usage
+                .as_deref()
+                .and_then(UsageWire::usage)
+                .map(|u| u.total_tokens),
+            Some(5)
+        );
+        assert!(chunk.error.is_none());
+        let choices = chunk.choices.as_ref().unwrap();
+        assert_eq!(choices.iter().count(), 2);
+        let choice = choices.first().unwrap();
+        assert_eq!(choice.finish_reason.as_deref(), Some("stop"));
+        let delta = choice.delta.as_ref().unwrap();
+        assert_eq!(delta.content.text.as_deref(), Some("Hi"));
+        assert_eq!(delta.refusal().map(|r| &**r), Some("no"));
+        // An empty `reasoning_content` says nothing: the other name's reasoning is taken.
+        assert_eq!(delta.reasoning().map(|r| &**r), Some("think"));
+        assert_eq!(delta.tool_calls.len(), 1);
+        assert_eq!(delta.tool_calls[0].id.as_deref(), Some("call"));
+        // Once the stream's id and model are known, a chunk's are skipped, the rest read.
+        let chunk = Chunk::read(data, false).unwrap();
+        assert!(chunk.id.is_none() && chunk.model.is_none());
+        assert!(chunk.usage.is_some() && chunk.choices.is_some());
+    }
+
+    #[test]
+    fn chunk_readers_read_null_as_absent_and_reject_what_is_not_a_chunk() {
+        let chunk =
+            Chunk::read(r#"{"choices":[{"delta":{"content":null,"tool_calls":null,"refusal":null}}],"usage":null}"#, true)
+                .unwrap();
+        let delta = chunk
+            .choices
+            .as_ref()
+            .and_then(Few::first)
+            .and_then(|c| c.delta.as_ref())
+            .unwrap();
+        assert!(delta.content.text.is_none() && delta.tool_calls.is_empty());
+        assert!(delta.refusal().is_none() && delta.reasoning().is_none());
+        assert!(chunk.usage.is_none());
+        let message =
+            Chunk::read(r#"{"choices":[{"message":{"content":"whole"}}]}"#, true).unwrap();
+        let choice = message.choices.as_ref().and_then(Few::first).unwrap();
+        assert_eq!(
+            choice.delta.as_ref().unwrap().content.text.as_deref(),
+            Some("whole")
+        );
+        for (bad, says) in [
+            (
+                r#"{"choices":[],"choices":[]}"#,
+                "duplicate field `choices`",
+            ),
+            (r#"{"id":"a","id":"b"}"#, "duplicate field `id`"),
+            (
+                r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+                "duplicate field `content`",
+            ),
+            (
+                r#"{"choices":[{"delta":{"refusal":"a","refusal":"b"}}]}"#,
+                "duplicate field `refusal`",
+            ),
+            (r#"["not", "a", "chunk"]"#, "invalid type"),
+            (r#"{"choices":[{"delta":["x"]}]}"#, "invalid type"),
+            (
+                r#"{"choices":[{"delta":{"content":"a"}}]} trailing"#,
+                "trailing characters",
+            ),
+            (r#"{"choices":[{"delta":{"content":"a"#, "EOF"),
+        ] {
+            let err = Chunk::read(bad, true)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
 }

@@ -76,16 +76,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
     }
 }
 
-/// A JSON list read into a `Vec`, `null` read as empty (as a missing list is, with
-/// `#[serde(default)]`).
-pub(crate) fn list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<Vec<T>>::deserialize(deserializer).map(Option::unwrap_or_default)
-}
-
 /// A string borrowed from the chunk when it has no escapes, owned when it does.
 ///
 /// serde borrows a `Cow<str>` field only when the field is that type itself; inside an
@@ -474,20 +464,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_list_reads_null_and_absent_as_empty() {
-        #[derive(Deserialize)]
-        struct Holder {
-            #[serde(default, deserialize_with = "list")]
-            items: Vec<u8>,
-        }
-        let read = |text: &str| serde_json::from_str::<Holder>(text).map(|h| h.items);
-        assert_eq!(read(r#"{"items": [1, 2]}"#).unwrap(), [1, 2]);
-        assert!(read(r#"{"items": null}"#).unwrap().is_empty());
-        assert!(read("{}").unwrap().is_empty());
-        assert!(read(r#"{"items": "x"}"#).is_err());
-    }
 
     #[test]
     fn counts_saturate_and_never_fail() {
