@@ -467,6 +467,12 @@ mod tests {
 
     #[test]
     fn counts_saturate_and_never_fail() {
+        #[derive(Deserialize)]
+        struct Usage {
+            a: Count,
+            b: Count,
+            c: Count,
+        }
         let count = |text: &str| serde_json::from_str::<Count>(text).unwrap().0;
         assert_eq!(count("7"), 7);
         assert_eq!(count(&u64::MAX.to_string()), u64::MAX);
@@ -480,12 +486,6 @@ mod tests {
         assert_eq!(count("true"), 0);
         assert_eq!(count("184467440737095516160"), u64::MAX);
         // Whatever a count is instead of a number is read whole; the object reads on.
-        #[derive(Deserialize)]
-        struct Usage {
-            a: Count,
-            b: Count,
-            c: Count,
-        }
         let usage: Usage =
             serde_json::from_str(r#"{"a": {"x": [1, {"y": 2}]}, "b": [3, [4]], "c": 5}"#).unwrap();
         assert_eq!((usage.a.0, usage.b.0, usage.c.0), (0, 0, 5));
