@@ -882,14 +882,23 @@ fn read_extra<'de, M: MapAccess<'de>>(
     seen: &mut Seen,
     extra: &mut Option<Box<DeltaExtra<'de>>>,
 ) -> std::result::Result<(), M::Error> {
-    let extra = extra.get_or_insert_with(Box::default);
-    let (bit, name, slot) = match key {
-        DeltaKey::Refusal => (4, "refusal", &mut extra.refusal),
-        DeltaKey::ReasoningContent => (8, "reasoning_content", &mut extra.reasoning_content),
-        _ => (16, "reasoning", &mut extra.reasoning),
+    let (bit, name) = match key {
+        DeltaKey::Refusal => (4, "refusal"),
+        DeltaKey::ReasoningContent => (8, "reasoning_content"),
+        _ => (16, "reasoning"),
     };
     seen.once(bit, name)?;
-    *slot = map.next_value()?;
+    // OpenAI sends `"refusal": null` in every stream's first delta: a box only for a value.
+    let Some(value) = map.next_value::<Text<'de>>()? else {
+        return Ok(());
+    };
+    let extra = extra.get_or_insert_with(Box::default);
+    let slot = match key {
+        DeltaKey::Refusal => &mut extra.refusal,
+        DeltaKey::ReasoningContent => &mut extra.reasoning_content,
+        _ => &mut extra.reasoning,
+    };
+    *slot = Some(value);
     Ok(())
 }
 
@@ -1393,6 +1402,7 @@ mod tests {
             .unwrap();
         assert!(delta.content.text.is_none() && delta.tool_calls.is_empty());
         assert!(delta.refusal().is_none() && delta.reasoning().is_none());
+        assert!(delta.extra.is_none(), "a null rare field allocates nothing");
         assert!(chunk.usage.is_none());
         let message =
             Chunk::read(r#"{"choices":[{"message":{"content":"whole"}}]}"#, true).unwrap();
