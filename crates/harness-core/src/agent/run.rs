@@ -383,10 +383,6 @@ impl AgentInner {
         let mut results: Vec<Option<Content>> = vec![None; calls.len()];
         let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
         let mut asks: Vec<(usize, ToolCall)> = Vec::new();
-        let originals: Vec<(String, Option<String>)> = calls
-            .iter()
-            .map(|c| (c.name.clone(), c.id.clone()))
-            .collect();
         for (i, call) in calls.into_iter().enumerate() {
             if let Some(problem) = unreadable_arguments(&call, finish_reason) {
                 // Nothing the model did not send is run: no middleware, no policy, no tool.
@@ -417,7 +413,7 @@ impl AgentInner {
             for (i, _, _) in &runs {
                 results[*i] = Some(NOT_RUN_PAUSED.into());
             }
-            record_in_order(transcript, &originals, results);
+            record_in_order(transcript, results);
             return Some(asks.into_iter().map(|(_, call)| approval(call)).collect());
         }
 
@@ -435,7 +431,7 @@ impl AgentInner {
                 }),
             }
         }
-        record_in_order(transcript, &originals, results);
+        record_in_order(transcript, results);
         (!questions.is_empty()).then_some(questions)
     }
 
@@ -695,21 +691,24 @@ fn tool_message(call: &ToolCall, content: impl Into<Content>) -> Message {
     }
 }
 
-/// Records a round's results in the order the model asked for the calls.
-fn record_in_order(
-    transcript: &mut Transcript,
-    calls: &[(String, Option<String>)],
-    results: Vec<Option<Content>>,
-) {
+/// Records a round's results in the order the model asked for the calls: the calls of the
+/// transcript's last message, the round's request (each result names its call as the model
+/// sent it, whatever the middleware made of it).
+fn record_in_order(transcript: &mut Transcript, results: Vec<Option<Content>>) {
     let transcript = Arc::make_mut(transcript);
-    for ((name, id), text) in calls.iter().zip(results) {
-        if let Some(text) = text {
-            let message = Message::tool(text, name.clone());
-            transcript.push(match id {
-                Some(id) => message.with_call_id(id.clone()),
-                None => message,
-            });
-        }
+    let Some(request) = transcript.len().checked_sub(1) else {
+        return;
+    };
+    for (i, text) in results.into_iter().enumerate() {
+        let (Some(text), Some(call)) = (text, transcript[request].tool_calls.get(i)) else {
+            continue;
+        };
+        let message = Message::tool(text, call.name.clone());
+        let message = match &call.id {
+            Some(id) => message.with_call_id(id.clone()),
+            None => message,
+        };
+        transcript.push(message);
     }
 }
 
