@@ -673,7 +673,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Chunk<'a> {
 }
 
 /// A chunk's keys: the ones read, and the rest.
-#[derive(Deserialize)]
+#[derive(Clone, Copy, Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
 enum ChunkKey {
     Id,
@@ -715,23 +715,23 @@ impl<'de> Visitor<'de> for ChunkSeed {
         while let Some(key) = map.next_key()? {
             match key {
                 ChunkKey::Choices => {
-                    seen.once(1, "choices")?;
+                    seen.once(ChunkKey::Choices as u8, "choices")?;
                     chunk.choices = map.next_value()?;
                 }
                 ChunkKey::Id if self.ids => {
-                    seen.once(2, "id")?;
+                    seen.once(ChunkKey::Id as u8, "id")?;
                     chunk.id = map.next_value()?;
                 }
                 ChunkKey::Model if self.ids => {
-                    seen.once(4, "model")?;
+                    seen.once(ChunkKey::Model as u8, "model")?;
                     chunk.model = map.next_value()?;
                 }
                 ChunkKey::Usage => {
-                    seen.once(8, "usage")?;
+                    seen.once(ChunkKey::Usage as u8, "usage")?;
                     chunk.usage = rare(&mut map)?;
                 }
                 ChunkKey::Error => {
-                    seen.once(16, "error")?;
+                    seen.once(ChunkKey::Error as u8, "error")?;
                     chunk.error = rare(&mut map)?;
                 }
                 ChunkKey::Id | ChunkKey::Model | ChunkKey::Other => {
@@ -752,17 +752,18 @@ fn rare<'de, M: MapAccess<'de>, T: Deserialize<'de>>(
     map.next_value()
 }
 
-/// The keys of one object read so far, a bit each: a key given twice is an error, as
-/// serde's derived readers make it.
+/// The keys of one object read so far, a bit each (the key's place in its enum): a key
+/// given twice is an error, as serde's derived readers make it.
 #[derive(Default)]
 struct Seen(u8);
 
 impl Seen {
     fn once<E: serde::de::Error>(
         &mut self,
-        bit: u8,
+        place: u8,
         key: &'static str,
     ) -> std::result::Result<(), E> {
+        let bit = 1 << place;
         if self.0 & bit != 0 {
             return Err(E::duplicate_field(key));
         }
@@ -815,7 +816,7 @@ impl<'a> Delta<'a> {
 }
 
 /// A delta's keys: the ones read, and the rest.
-#[derive(Deserialize)]
+#[derive(Clone, Copy, Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
 enum DeltaKey {
     Content,
@@ -849,11 +850,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                 while let Some(key) = map.next_key()? {
                     match key {
                         DeltaKey::Content => {
-                            seen.once(1, "content")?;
+                            seen.once(DeltaKey::Content as u8, "content")?;
                             delta.content = map.next_value()?;
                         }
                         DeltaKey::ToolCalls => {
-                            seen.once(2, "tool_calls")?;
+                            seen.once(DeltaKey::ToolCalls as u8, "tool_calls")?;
                             delta.tool_calls =
                                 map.next_value::<Option<Vec<_>>>()?.unwrap_or_default();
                         }
@@ -882,12 +883,12 @@ fn read_extra<'de, M: MapAccess<'de>>(
     seen: &mut Seen,
     extra: &mut Option<Box<DeltaExtra<'de>>>,
 ) -> std::result::Result<(), M::Error> {
-    let (bit, name) = match key {
-        DeltaKey::Refusal => (4, "refusal"),
-        DeltaKey::ReasoningContent => (8, "reasoning_content"),
-        _ => (16, "reasoning"),
+    let name = match key {
+        DeltaKey::Refusal => "refusal",
+        DeltaKey::ReasoningContent => "reasoning_content",
+        _ => "reasoning",
     };
-    seen.once(bit, name)?;
+    seen.once(key as u8, name)?;
     // OpenAI sends `"refusal": null` in every stream's first delta: a box only for a value.
     let Some(value) = map.next_value::<Text<'de>>()? else {
         return Ok(());
