@@ -349,8 +349,8 @@ pub(crate) struct Reader<'a, A> {
     deadline: Option<Instant>,
     /// One timer for the stream's whole life, firing at each idle check (every
     /// [`IDLE_CHECKS`]th of the idle timeout) or at the total deadline, whichever is first.
-    /// A chunk only sets [`read_since_check`](Self::read_since_check): reading the clock
-    /// for every chunk cost about 1 µs of a streamed run (docs/performance.md).
+    /// A chunk only sets [`read_since_check`](Self::read_since_check), so no clock is read
+    /// per chunk.
     timer: Option<Pin<Box<Sleep>>>,
     /// Whether a chunk came since the last idle check.
     read_since_check: bool,
