@@ -703,11 +703,7 @@ fn record_in_order(transcript: &mut Transcript, results: Vec<Option<Content>>) {
         let (Some(text), Some(call)) = (text, transcript[request].tool_calls.get(i)) else {
             continue;
         };
-        let message = Message::tool(text, call.name.clone());
-        let message = match &call.id {
-            Some(id) => message.with_call_id(id.clone()),
-            None => message,
-        };
+        let message = tool_message(call, text);
         transcript.push(message);
     }
 }
