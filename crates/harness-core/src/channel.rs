@@ -47,6 +47,11 @@ impl<T> Clone for Emitter<T> {
 }
 
 impl<T> Emitter<T> {
+    /// The channel's identity, as [`PRODUCING`] holds it.
+    fn address(&self) -> usize {
+        Arc::as_ptr(&self.shared).addr()
+    }
+
     /// Sends `item` to the stream. A stream that was dropped stopped listening; the producer
     /// is dropped with it, so nothing is lost that anyone would read.
     pub fn emit(&self, item: T) {
@@ -64,9 +69,56 @@ impl<T> Emitter<T> {
 
     /// Lets the stream hand out what was sent so far before the producer goes on: a watcher
     /// then sees, say, a `ToolStarted` before the tool (or a terminal prompt about it) runs.
+    ///
+    /// Called by the producer, it pauses the producer once and the stream hands its items
+    /// out before polling it again: no wake and no trip through the runtime's scheduler
+    /// (a `yield_now` costs a poll of the I/O driver). Called anywhere else, it yields to
+    /// the runtime.
     pub async fn deliver(&self) {
-        tokio::task::yield_now().await;
+        let channel = self.address();
+        let mut paused = false;
+        std::future::poll_fn(|cx| {
+            if paused {
+                return Poll::Ready(());
+            }
+            paused = true;
+            let asked = PRODUCING.with(|producing| {
+                let current = producing.get();
+                let ours = current.channel == channel;
+                if ours {
+                    producing.set(Producing {
+                        delivering: true,
+                        ..current
+                    });
+                }
+                ours
+            });
+            if !asked {
+                cx.waker().wake_by_ref();
+            }
+            Poll::Pending
+        })
+        .await;
     }
+}
+
+/// Which channel's producer this thread is polling, and whether that producer asked (by
+/// [`Emitter::deliver`]) for its items to be handed out before it is polled again. Set by
+/// [`ChannelStream::poll_next`] around the producer's poll, the outer value kept for a
+/// stream polled inside another's producer.
+#[derive(Debug, Clone, Copy)]
+struct Producing {
+    channel: usize,
+    delivering: bool,
+}
+
+thread_local! {
+    static PRODUCING: std::cell::Cell<Producing> = const {
+        std::cell::Cell::new(Producing {
+            channel: 0,
+            delivering: false,
+        })
+    };
 }
 
 /// A stream of what `produce`'s future emits, in order. It ends once that future has
@@ -171,26 +223,38 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
         if let Some(item) = this.taken.pop_front() {
             return Poll::Ready(Some(item));
         }
-        // What the producer emits while it is polled here is taken below; only an emitter
-        // elsewhere needs to wake the stream.
-        let running = this.run.is_some();
-        Shared::take_all(&this.shared, &mut this.taken, running, None);
-        if let Some(item) = this.taken.pop_front() {
-            return Poll::Ready(Some(item));
-        }
-        if let Some(run) = &mut this.run {
-            if run.as_mut().poll(cx).is_pending() {
-                Shared::take_all(&this.shared, &mut this.taken, false, Some(cx.waker()));
-                return match this.taken.pop_front() {
-                    Some(item) => Poll::Ready(Some(item)),
-                    None => Poll::Pending,
-                };
+        loop {
+            // What the producer emits while it is polled here is taken below; only an emitter
+            // elsewhere needs to wake the stream.
+            let running = this.run.is_some();
+            Shared::take_all(&this.shared, &mut this.taken, running, None);
+            if let Some(item) = this.taken.pop_front() {
+                return Poll::Ready(Some(item));
             }
-            this.run = None;
+            // The producer is done: the queue held all it will ever get.
+            let Some(run) = &mut this.run else {
+                return Poll::Ready(None);
+            };
+            let outer = PRODUCING.replace(Producing {
+                channel: Arc::as_ptr(&this.shared).addr(),
+                delivering: false,
+            });
+            let polled = run.as_mut().poll(cx);
+            let asked = PRODUCING.replace(outer);
+            if polled.is_ready() {
+                this.run = None;
+                continue;
+            }
+            Shared::take_all(&this.shared, &mut this.taken, false, Some(cx.waker()));
+            if let Some(item) = this.taken.pop_front() {
+                return Poll::Ready(Some(item));
+            }
+            // A producer that paused to deliver with nothing to hand out goes on at once:
+            // nothing else would wake it.
+            if !asked.delivering {
+                return Poll::Pending;
+            }
         }
-        // The producer is done: the queue holds all it will ever get.
-        Shared::take_all(&this.shared, &mut this.taken, false, None);
-        Poll::Ready(this.taken.pop_front())
     }
 }
 
@@ -263,6 +327,72 @@ mod tests {
         });
         let next = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next());
         assert_eq!(next.await.ok(), Some(Some(1)));
+    }
+
+    /// A waker that counts its wakes.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn deliver_hands_out_what_was_sent_before_the_producer_goes_on_without_a_wake() {
+        let went_on = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&went_on);
+        let mut stream = channel_stream(|tx| async move {
+            tx.emit(1);
+            tx.emit(2);
+            tx.deliver().await;
+            log.lock().unwrap().push("after the first");
+            // Nothing sent: the producer goes on at once.
+            tx.deliver().await;
+            tx.emit(3);
+            tx.deliver().await;
+            log.lock().unwrap().push("after the second");
+        });
+        let counter = Arc::new(Wakes(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        let mut next = || Pin::new(&mut stream).poll_next(&mut cx);
+        assert_eq!(next(), Poll::Ready(Some(1)));
+        assert!(
+            went_on.lock().unwrap().is_empty(),
+            "the producer went on first"
+        );
+        assert_eq!(next(), Poll::Ready(Some(2)));
+        assert!(went_on.lock().unwrap().is_empty());
+        assert_eq!(next(), Poll::Ready(Some(3)));
+        assert_eq!(*went_on.lock().unwrap(), ["after the first"]);
+        assert_eq!(next(), Poll::Ready(None));
+        assert_eq!(
+            *went_on.lock().unwrap(),
+            ["after the first", "after the second"]
+        );
+        assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn deliver_called_off_the_producer_yields_and_goes_on() {
+        // An emitter kept by another task: its `deliver` is a plain yield there.
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let mut stream = channel_stream(|tx| async move {
+            let elsewhere = tx.clone();
+            tokio::spawn(async move {
+                elsewhere.emit(1);
+                elsewhere.deliver().await;
+                elsewhere.emit(2);
+                let _ = done.send(());
+            });
+            std::future::pending::<()>().await;
+        });
+        let first_two = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            (stream.next().await, stream.next().await)
+        });
+        assert_eq!(first_two.await.ok(), Some((Some(1), Some(2))));
+        assert!(finished.await.is_ok());
     }
 
     #[tokio::test]

@@ -34,6 +34,8 @@ enum Turn {
 struct Owned {
     turns: Vec<Turn>,
     calls: AtomicUsize,
+    /// Whether each event comes after a wait (a yield to the runtime), or at once.
+    waits: bool,
 }
 
 impl Owned {
@@ -41,6 +43,15 @@ impl Owned {
         Self {
             turns: turns.into(),
             calls: AtomicUsize::new(0),
+            waits: true,
+        }
+    }
+
+    /// Every event ready at once: a stream that never waits.
+    fn at_once(turns: impl Into<Vec<Turn>>) -> Self {
+        Self {
+            waits: false,
+            ..Self::new(turns)
         }
     }
 }
@@ -79,7 +90,7 @@ impl Llm for Owned {
         let turn = self.turns.get(call).copied().unwrap_or(Turn::Text(1));
         let delta = |text: &str| Ok(LlmEvent::TextDelta(text.to_owned()));
         let completed = |response: CompletionResponse| Ok(LlmEvent::Completed(Box::new(response)));
-        Some(after_a_wait(match turn {
+        let events = match turn {
             Turn::CallAdd => vec![
                 Ok(LlmEvent::ThinkingDelta("add them".to_owned())),
                 completed(CompletionResponse::default().with_tool_calls(vec![
@@ -101,7 +112,12 @@ impl Llm for Owned {
                     "the body broke off",
                 ))),
             ],
-        }))
+        };
+        Some(if self.waits {
+            after_a_wait(events)
+        } else {
+            Box::pin(futures_util::stream::iter(events))
+        })
     }
 }
 
@@ -264,4 +280,64 @@ async fn a_run_nobody_watches_does_not_stream() {
     let agent = Agent::builder(Owned::new([Turn::Text(1)])).build().unwrap();
     let error = agent.run("go").await.unwrap_err();
     assert_eq!(error.provider().unwrap().message(), "generate is not used");
+}
+
+/// Counts the wakes of the task it stands for.
+struct Wakes(AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_watched_run_whose_model_never_waits_is_polled_through_without_a_wake() {
+    // Each hand-over happens inside the watcher's own poll: the model's stream going to the
+    // watcher and its turn coming back, a tool's start delivered before the tool runs. None
+    // of them needs the task woken (or a runtime: there is none here), so a run whose model
+    // and tool never wait is one uninterrupted series of ready items.
+    let agent = Agent::builder(Owned::at_once([Turn::CallAdd, Turn::Text(3)]))
+        .tool(Add)
+        .build()
+        .unwrap();
+    let counter = std::sync::Arc::new(Wakes(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(std::sync::Arc::clone(&counter));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut events = agent.stream_events("1 + 2?");
+    let mut seen = Vec::new();
+    loop {
+        match events.poll_next_unpin(&mut cx) {
+            std::task::Poll::Ready(Some(event)) => seen.push(event.unwrap()),
+            std::task::Poll::Ready(None) => break,
+            std::task::Poll::Pending => panic!("the run waited after {} events", seen.len()),
+        }
+    }
+    assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+    let names: Vec<String> = seen
+        .iter()
+        .map(|event| match event {
+            AgentEvent::StepStarted { step } => format!("step {step}"),
+            AgentEvent::ThinkingDelta(text) => format!("thinking {text}"),
+            AgentEvent::ToolStarted { name, .. } => format!("start {name}"),
+            AgentEvent::ToolFinished { result, .. } => format!("finished {result}"),
+            AgentEvent::TextDelta(text) => format!("text {text}"),
+            AgentEvent::Finished(state) => format!("done {}", state.output_text()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "step 1",
+            "thinking add them",
+            "start add",
+            "finished 3",
+            "step 2",
+            "text 0",
+            "text 1",
+            "text 2",
+            "done 012",
+        ]
+    );
 }

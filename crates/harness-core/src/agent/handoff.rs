@@ -14,7 +14,6 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use futures_util::StreamExt as _;
-use tokio::sync::oneshot;
 
 use super::AgentEvent;
 use crate::channel::ChannelStream;
@@ -27,36 +26,67 @@ struct HandedOver {
     stream: BoxStream<'static, Result<LlmEvent>>,
     /// The call's `chat` span, entered while the stream is read, as the loop would have.
     span: tracing::Span,
-    /// Where the turn goes back: `None` when the stream ended without one.
-    turn: oneshot::Sender<Option<Result<CompletionResponse>>>,
 }
 
-/// Where the loop leaves a model stream for the watcher to take.
+/// What the loop and the watcher's stream pass each other: a stream one way, its turn back.
+#[derive(Default)]
+struct Slots {
+    handed: Option<HandedOver>,
+    /// How the stream read ended, once it has.
+    back: Back,
+}
+
+/// How a handed stream ended, as the watcher gives it back.
+#[derive(Default)]
+enum Back {
+    /// Not yet: the watcher is reading it.
+    #[default]
+    Reading,
+    /// With its turn, or the error that ended it.
+    Turn(Result<CompletionResponse>),
+    /// Without a turn.
+    Nothing,
+}
+
+/// Where the loop leaves a model stream for the watcher to take, and the watcher the turn.
+///
+/// Both sides are polled by one task, the watcher's: the loop runs inside the watcher's
+/// [`ChannelStream`], and [`WatchedRun`] polls it right after leaving a turn. So the turn
+/// needs no channel and no wake (a oneshot's send would wake the task it runs in, a
+/// syscall to unpark a runtime that is not parked).
 #[derive(Clone, Default)]
 pub(crate) struct Handoff {
-    slot: Arc<Mutex<Option<HandedOver>>>,
+    slots: Arc<Mutex<Slots>>,
 }
 
 impl Handoff {
-    /// Leaves `stream` for the watcher; the returned receiver gets the turn, or `None` when
-    /// the stream ended without one. A receiver whose sender is dropped means the watcher
-    /// is gone, and the run with it.
-    pub(crate) fn hand_over(
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Leaves `stream` for the watcher and waits for its turn, `None` when the stream ended
+    /// without one. The watcher's stream is the only poller of the loop, and polls it again
+    /// as soon as it left the turn; if it is dropped, the loop is dropped with it.
+    pub(crate) async fn hand_over(
         &self,
         stream: BoxStream<'static, Result<LlmEvent>>,
         span: tracing::Span,
-    ) -> oneshot::Receiver<Option<Result<CompletionResponse>>> {
-        let (turn, answer) = oneshot::channel();
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(HandedOver { stream, span, turn });
-        answer
+    ) -> Option<Result<CompletionResponse>> {
+        self.lock().handed = Some(HandedOver { stream, span });
+        std::future::poll_fn(|_| match std::mem::take(&mut self.lock().back) {
+            Back::Reading => Poll::Pending,
+            Back::Turn(turn) => Poll::Ready(Some(turn)),
+            Back::Nothing => Poll::Ready(None),
+        })
+        .await
     }
 
     fn take(&self) -> Option<HandedOver> {
-        self.slot
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        self.lock().handed.take()
+    }
+
+    fn give_back(&self, back: Back) {
+        self.lock().back = back;
     }
 }
 
@@ -92,21 +122,20 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                     let _entered = handed.span.enter();
                     handed.stream.poll_next_unpin(cx)
                 };
-                let turn = match std::task::ready!(read) {
+                let back = match std::task::ready!(read) {
                     Some(Ok(LlmEvent::TextDelta(text))) => {
                         return Poll::Ready(Some(Ok(AgentEvent::TextDelta(text))));
                     }
                     Some(Ok(LlmEvent::ThinkingDelta(text))) => {
                         return Poll::Ready(Some(Ok(AgentEvent::ThinkingDelta(text))));
                     }
-                    Some(Ok(LlmEvent::Completed(turn))) => Some(Ok(*turn)),
-                    Some(Err(error)) => Some(Err(error)),
-                    None => None,
+                    Some(Ok(LlmEvent::Completed(turn))) => Back::Turn(Ok(*turn)),
+                    Some(Err(error)) => Back::Turn(Err(error)),
+                    None => Back::Nothing,
                 };
-                if let Some(handed) = this.reading.take() {
-                    // The loop is waiting for it; if it is gone, so is the run.
-                    let _ = handed.turn.send(turn);
-                }
+                // The loop waits for it, and is polled just below.
+                this.reading = None;
+                this.handoff.give_back(back);
             }
             // What the run sent comes first (its step's start before the deltas); a run
             // that is waiting may just have handed a stream over.

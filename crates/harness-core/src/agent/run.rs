@@ -287,7 +287,7 @@ impl AgentInner {
                 && let Some(stream) = model.stream_events_owned(request)
             {
                 let answer = handoff.hand_over(stream, span.clone()).await;
-                return answer.ok().flatten().unwrap_or_else(|| {
+                return answer.unwrap_or_else(|| {
                     Err(Error::from(crate::error::ProviderError::new(
                         self.model_name.clone(),
                         "the model's stream ended without a completed turn",
