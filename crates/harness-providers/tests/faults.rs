@@ -1379,6 +1379,48 @@ fn retry_probes(probes: &mut Probes, vendor: Vendor) {
             );
         }
     }
+    probes.add(
+        format!("{v} stream: no headers within the idle timeout, retried → the retry succeeds"),
+        1,
+        move |_| silent_then_answered(vendor),
+    );
+}
+
+/// A stream's first attempt gets no headers: it is given up after the idle timeout and
+/// retried, and the retry has a whole idle timeout of its own (the timer is reset, not left
+/// run out), then reads its body with the same timer as its idle check.
+async fn silent_then_answered(vendor: Vendor) {
+    let server = FaultServer::start(move |n, _| {
+        if n == 0 {
+            return vec![Step::Hang];
+        }
+        let mut steps = vec![Step::Sleep(Duration::from_millis(150))];
+        steps.extend(sse(vendor.text_stream(&["fi", "ne"])));
+        steps
+    })
+    .await;
+    let retry = RetryPolicy {
+        attempts: 2,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(10),
+    };
+    let model = vendor.model(
+        &server.url,
+        Knobs {
+            idle: Duration::from_millis(300),
+            retry,
+            ..Knobs::default()
+        },
+    );
+    let got = stream_of(&*model).await;
+    assert_eq!(got.end.unwrap().content(), "fine");
+    assert_eq!(server.hits(), 2);
+    // 300 ms given up on, 10 ms of backoff, 150 ms before the retry's answer.
+    within(
+        got.elapsed,
+        Duration::from_millis(450),
+        Duration::from_secs(3),
+    );
 }
 
 async fn absurd_retry_after(vendor: Vendor, retry_after: &'static str, streamed: bool) {

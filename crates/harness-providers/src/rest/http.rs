@@ -2,6 +2,7 @@
 //! backoff with jitter, timeouts, and a concurrency cap held across retries and for a
 //! stream's whole body.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,6 +15,7 @@ use reqwest::{Response, StatusCode};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
 
 use super::json::{self, Vendor};
 
@@ -131,6 +133,10 @@ pub(crate) struct Streaming {
     pub(crate) permit: Option<OwnedSemaphorePermit>,
     /// Where it was sent, for the reader's messages (formatted once, for the request).
     pub(crate) url: String,
+    /// The timer that bounded the wait for the headers, due an idle timeout after the
+    /// request was sent: the reader goes on with it as its first idle check, so a stream
+    /// registers one timer, not two.
+    pub(crate) timer: Pin<Box<Sleep>>,
 }
 
 impl HttpClient {
@@ -188,7 +194,7 @@ impl HttpClient {
 
     /// The absolute URL of `path`.
     pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.config.base_url)
+        [self.config.base_url.as_str(), path].concat()
     }
 
     /// POSTs `body` as JSON to `path` and returns the answer's body, retrying as the policy
@@ -204,7 +210,7 @@ impl HttpClient {
         let _permit = self.acquire().await?;
         let url = self.url(path);
         let response = self
-            .send_with_retries(path, &url, payload, Mode::Json)
+            .send_with_retries(path, &url, payload, &mut Mode::Json)
             .await?;
         self.read_capped(path, response, self.config.max_response_bytes)
             .await
@@ -291,13 +297,15 @@ impl HttpClient {
     pub(crate) async fn post_stream(&self, path: &str, payload: Bytes) -> Result<Streaming> {
         let permit = self.acquire().await?;
         let url = self.url(path);
+        let mut timer = Box::pin(tokio::time::sleep(self.config.idle_timeout));
         let response = self
-            .send_with_retries(path, &url, payload, Mode::Stream)
+            .send_with_retries(path, &url, payload, &mut Mode::Stream(&mut timer))
             .await?;
         Ok(Streaming {
             response,
             permit,
             url,
+            timer,
         })
     }
 
@@ -317,7 +325,7 @@ impl HttpClient {
         path: &str,
         url: &str,
         payload: Bytes,
-        mode: Mode,
+        mode: &mut Mode<'_>,
     ) -> Result<Response> {
         let attempts = self.config.retry.attempts;
         let mut attempt = 0;
@@ -332,11 +340,20 @@ impl HttpClient {
                 Mode::Json => Sent::Answer(request.timeout(self.config.timeout).send().await),
                 // A stream's headers must come within the idle timeout, however slowly a
                 // server trickles them.
-                Mode::Stream => {
-                    match tokio::time::timeout(self.config.idle_timeout, request.send()).await {
-                        Ok(answer) => Sent::Answer(answer),
-                        Err(_) => Sent::NoHeaders,
+                Mode::Stream(timer) => {
+                    if attempt > 0 {
+                        timer.as_mut().reset(after(self.config.idle_timeout));
                     }
+                    let mut send = std::pin::pin!(request.send());
+                    std::future::poll_fn(|cx| match send.as_mut().poll(cx) {
+                        std::task::Poll::Ready(answer) => {
+                            std::task::Poll::Ready(Sent::Answer(answer))
+                        }
+                        std::task::Poll::Pending => {
+                            timer.as_mut().poll(cx).map(|()| Sent::NoHeaders)
+                        }
+                    })
+                    .await
                 }
             };
             let sent = match sent {
@@ -447,12 +464,21 @@ impl HttpClient {
 }
 
 /// How a request's answer is read, which decides how long it may take.
-#[derive(Debug, Clone, Copy)]
-enum Mode {
+#[derive(Debug)]
+enum Mode<'t> {
     /// Read whole, within `HttpConfig::timeout`.
     Json,
-    /// Streamed: headers within the idle timeout, the body bounded by the stream reader.
-    Stream,
+    /// Streamed: each attempt's headers within the idle timeout, timed by the timer given
+    /// (reset for a retry); the body bounded by the stream reader.
+    Stream(&'t mut Pin<Box<Sleep>>),
+}
+
+/// The instant `duration` from now; for a duration too long to add, one thirty years away,
+/// as tokio's own `sleep` does.
+fn after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
 }
 
 /// What one attempt to send gave.

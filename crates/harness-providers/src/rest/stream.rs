@@ -6,7 +6,6 @@
 //! the total timeout, is not an event stream at all, or (the accumulator's check) ends
 //! before the vendor's end mark. Deltas handed out before such a failure stay handed out.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -186,6 +185,22 @@ impl std::ops::Deref for ClientRef<'_> {
     }
 }
 
+/// Whose stream a reader reads, for its errors: a client's provider (the client is kept, not
+/// its name copied), or a fixed name for a recorded body.
+enum Source<'a> {
+    Client(ClientRef<'a>),
+    Named(&'a str),
+}
+
+impl Source<'_> {
+    fn provider(&self) -> &str {
+        match self {
+            Self::Client(client) => &client.config().provider,
+            Self::Named(name) => name,
+        }
+    }
+}
+
 /// The request that starts a stream, until its body starts.
 type Request<'a> = Pin<Box<dyn Future<Output = Result<Streaming>> + Send + 'a>>;
 
@@ -264,17 +279,17 @@ pub fn decode<A: Accumulator>(
         .map(|piece| Ok(Bytes::copy_from_slice(piece)))
         .collect();
     let mut reader = Reader::new(
-        "recorded",
-        "the recorded body".to_owned(),
-        Some(HeaderValue::from_static("text/event-stream")),
-        futures_util::stream::iter(chunks).boxed(),
+        Source::Named("recorded"),
+        Incoming::events(
+            "the recorded body",
+            futures_util::stream::iter(chunks).boxed(),
+        ),
         accumulator,
         Limits {
             idle: None,
             total: None,
             max_event_bytes: usize::MAX,
         },
-        None,
     );
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
@@ -305,39 +320,40 @@ fn open<'a, A: Accumulator + 'a>(
         response,
         permit,
         url,
+        timer,
     }: Streaming,
     accumulator: A,
 ) -> Reader<'a, A> {
     let config = client.config();
-    // A lent client lends its name; a shared one may go before the stream does.
-    let provider = match client {
-        ClientRef::Borrowed(lent) => Cow::Borrowed(lent.config().provider.as_str()),
-        ClientRef::Shared(shared) => Cow::Owned(shared.config().provider.clone()),
-    };
     let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .cloned();
     let body: Body<'a> = response.bytes_stream().boxed();
-    Reader::new(
-        provider,
+    let incoming = Incoming {
         url,
         content_type,
         body,
+        permit,
+        timer: Some(timer),
+    };
+    Reader::new(
+        Source::Client(client.clone()),
+        incoming,
         accumulator,
         Limits {
             idle: Some(config.idle_timeout),
             total: config.stream_timeout,
             max_event_bytes: config.max_response_bytes,
         },
-        permit,
     )
 }
 
 /// Reads one streamed body into events: the SSE decoder, the vendor's accumulator, and the
 /// checks that make a broken stream an error rather than a short answer.
 pub(crate) struct Reader<'a, A> {
-    provider: Cow<'a, str>,
+    /// Whose stream it is, for errors.
+    source: Source<'a>,
     url: String,
     content_type: Option<HeaderValue>,
     body: Body<'a>,
@@ -366,21 +382,61 @@ pub(crate) struct Reader<'a, A> {
     _streaming_permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
+/// A body to read, and what came with it.
+struct Incoming<'a> {
+    /// Where it was sent, for messages.
+    url: String,
+    content_type: Option<HeaderValue>,
+    body: Body<'a>,
+    /// The concurrency slot the request holds until its body has been read.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The timer that bounded the wait for the headers, to go on as the first idle check.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl<'a> Incoming<'a> {
+    /// An event stream from no request: a recorded body, a test's.
+    fn events(url: &str, body: Body<'a>) -> Self {
+        Self {
+            url: url.to_owned(),
+            content_type: Some(HeaderValue::from_static("text/event-stream")),
+            body,
+            permit: None,
+            timer: None,
+        }
+    }
+}
+
 impl<'a, A: Accumulator> Reader<'a, A> {
-    pub(crate) fn new(
-        provider: impl Into<Cow<'a, str>>,
-        url: String,
-        content_type: Option<HeaderValue>,
-        body: Body<'a>,
-        accumulator: A,
-        limits: Limits,
-        permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) -> Self {
+    fn new(source: Source<'a>, incoming: Incoming<'a>, accumulator: A, limits: Limits) -> Self {
+        let Incoming {
+            url,
+            content_type,
+            body,
+            permit,
+            timer,
+        } = incoming;
         let now = Instant::now();
         let deadline = limits.total.and_then(|total| now.checked_add(total));
-        let first = earliest(next_check(&limits, now, now), deadline);
+        let first = earliest(limits.idle.and_then(|idle| now.checked_add(idle)), deadline);
+        // The first check comes at most a whole idle timeout in, not a check period: the
+        // headers' timer, due an idle timeout after the request was sent, goes on as that
+        // check, so it is neither registered again nor replaced by one due sooner (for a
+        // timer due sooner than every timer it last parked with, tokio unparks its driver,
+        // a syscall). Checks then come every period, so a silence still fails within a
+        // period after the timeout.
+        let timer = match (timer, first) {
+            (Some(mut timer), Some(first)) => {
+                if timer.deadline() > first {
+                    timer.as_mut().reset(first);
+                }
+                Some(timer)
+            }
+            (None, Some(first)) => Some(Box::pin(tokio::time::sleep_until(first))),
+            (_, None) => None,
+        };
         Self {
-            provider: provider.into(),
+            source,
             url,
             content_type,
             body,
@@ -389,7 +445,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             queue: VecDeque::new(),
             limits,
             deadline,
-            timer: first.map(|at| Box::pin(tokio::time::sleep_until(at))),
+            timer,
             read_since_check: false,
             quiet_since: now,
             head: Vec::new(),
@@ -400,7 +456,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     }
 
     fn failure(&self, kind: ProviderErrorKind, message: String) -> Error {
-        ProviderError::new(&*self.provider, message)
+        ProviderError::new(self.source.provider(), message)
             .with_kind(kind)
             .into()
     }
@@ -540,7 +596,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             Some(Ok(bytes)) => Ok(Some(bytes)),
             None => Ok(None),
             Some(Err(e)) => Err(ProviderError::new(
-                &*self.provider,
+                self.source.provider(),
                 format!(
                     "the stream from {} broke off: {}",
                     self.url,
@@ -619,7 +675,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             && let Some(error) = value.get("error").filter(|e| !e.is_null())
         {
             return Err(json::vendor_error(
-                Vendor::new(&self.provider, &self.provider),
+                Vendor::new(self.source.provider(), self.source.provider()),
                 error,
                 &String::from_utf8_lossy(&self.head),
             ));
@@ -632,7 +688,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             .filter(|v| !v.is_empty())
             .unwrap_or("none");
         let error = ProviderError::new(
-            &*self.provider,
+            self.source.provider(),
             format!(
                 "the response from {} is not an event stream (Content-Type: {content_type}); \
                  it begins: {}",
@@ -718,13 +774,10 @@ mod tests {
 
     fn reader(body: Body<'static>, limits: Limits) -> Reader<'static, Plain> {
         Reader::new(
-            "plain",
-            "http://test/chat".to_owned(),
-            Some(HeaderValue::from_static("text/event-stream")),
-            body,
+            Source::Named("plain"),
+            Incoming::events("http://test/chat", body),
             Plain::default(),
             limits,
-            None,
         )
     }
 
@@ -792,6 +845,55 @@ mod tests {
         let err = last.unwrap_err();
         assert!(err.provider().unwrap().is_timeout());
         assert!(err.to_string().contains("total timeout of 605 s"), "{err}");
+    }
+
+    /// A reader given the headers' timer, made `waited` seconds before the body started
+    /// (the wait for the headers), as a live stream's is.
+    async fn reader_after_headers(
+        body: Body<'static>,
+        limits: Limits,
+        waited: u64,
+    ) -> Reader<'static, Plain> {
+        let idle = limits.idle.unwrap_or(Duration::MAX);
+        let timer = Box::pin(tokio::time::sleep(idle));
+        tokio::time::sleep(Duration::from_secs(waited)).await;
+        let incoming = Incoming {
+            timer: Some(timer),
+            ..Incoming::events("http://test/chat", body)
+        };
+        Reader::new(Source::Named("plain"), incoming, Plain::default(), limits)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_headers_timer_goes_on_as_the_first_idle_check() {
+        // Headers after 100 s of a 120 s idle timeout, a delta 10 s into the body, then
+        // silence. The first check comes when the headers' timer is due, 20 s into the body,
+        // and sees the delta; the silence counts from there and fails the stream 120 s later,
+        // at 140 s (a first check of its own, at 120 s, would have made it 240 s).
+        let delta = futures_util::stream::once(async {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok(Bytes::from("data: x\n\n"))
+        });
+        let body = delta.chain(slow_body(1000, 1000)).boxed();
+        let reader = reader_after_headers(body, limits(120, None), 100).await;
+        let started = Instant::now();
+        let (deltas, last) = drain(reader).await;
+        assert_eq!(deltas, 1);
+        assert!(last.unwrap_err().is_timeout());
+        assert_eq!(started.elapsed(), Duration::from_secs(140));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_total_timeout_sooner_than_the_headers_timer_is_kept() {
+        // A delta every 3 s against a 10 s total timeout, the headers' timer due at 120 s:
+        // the timer is moved to the total deadline, which ends the stream at 10 s.
+        let reader = reader_after_headers(slow_body(3, 100_000), limits(120, Some(10)), 0).await;
+        let started = Instant::now();
+        let (deltas, last) = drain(reader).await;
+        let err = last.unwrap_err();
+        assert!(err.to_string().contains("total timeout of 10 s"), "{err}");
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+        assert_eq!(deltas, 3);
     }
 
     #[test]
