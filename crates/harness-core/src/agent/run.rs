@@ -465,7 +465,7 @@ impl AgentInner {
             });
         };
         match mode {
-            ToolMode::Concurrent => {
+            ToolMode::Concurrent if runs.len() > 1 => {
                 for (_, call, _) in runs {
                     started(call);
                 }
@@ -489,7 +489,8 @@ impl AgentInner {
                     .map(|((_, call, _), result)| self.conclude(call, result, events))
                     .collect()
             }
-            ToolMode::Sequential => {
+            // One call runs the same either way, without the joining.
+            ToolMode::Concurrent | ToolMode::Sequential => {
                 let mut outcomes = Vec::with_capacity(runs.len());
                 for (_, call, gate) in runs {
                     started(call);
@@ -529,6 +530,8 @@ impl AgentInner {
             return Outcome::Question(error.message().to_owned());
         }
         let (text, media) = match result {
+            // The common case, taken as it is rather than copied.
+            Ok(Content::Text(text)) => (Ok(text), Vec::new()),
             Ok(content) => {
                 let media: Vec<Block> = content
                     .blocks()

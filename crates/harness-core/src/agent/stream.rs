@@ -81,14 +81,9 @@ impl<'a> Events<'a> {
         let Some(sink) = self.sink else {
             return ctx.clone();
         };
-        let (sink, name, call_id) = (sink.clone(), call.name.clone(), call.id.clone());
-        ctx.clone().with_updates(move |update| {
-            sink.emit(Ok(AgentEvent::ToolUpdate {
-                name: name.clone(),
-                call_id: call_id.clone(),
-                update,
-            }));
-        })
+        ctx.clone()
+            .with_call(&call.name, call.id.as_deref())
+            .with_run_updates(sink.clone())
     }
 
     /// Lets the watcher take the events sent so far before the run goes on, so a tool's

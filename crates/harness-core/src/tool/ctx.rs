@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::human::{ElicitationRequest, ElicitationResponse, Human};
-use crate::error::ToolError;
+use crate::agent::AgentEvent;
+use crate::channel::Emitter;
+use crate::error::{Result, ToolError};
 use crate::message::Message;
 
 /// The run a tool call belongs to: its dependencies and its transcript so far.
@@ -28,7 +30,7 @@ use crate::message::Message;
 pub struct Ctx {
     deps: Option<Deps>,
     messages: Arc<Vec<Message>>,
-    updates: Option<Arc<Updates>>,
+    updates: Option<Listener>,
     human: Option<Arc<dyn Human>>,
     call: Option<Arc<Call>>,
 }
@@ -40,8 +42,19 @@ struct Call {
     id: Option<String>,
 }
 
-/// Where a tool's [`ToolUpdate`]s go: the run's event stream, an MCP client.
+/// A callback taking a tool's [`ToolUpdate`]s: an MCP server's, a caller's own.
 type Updates = dyn Fn(ToolUpdate) + Send + Sync;
+
+/// Where a tool's [`ToolUpdate`]s go.
+#[derive(Clone)]
+enum Listener {
+    /// A callback, set by [`Ctx::with_updates`].
+    Callback(Arc<Updates>),
+    /// A watched run's events, each update tagged with the context's call: the loop sets it
+    /// on every call it runs, so it costs no closure and no copy of the call's name and id
+    /// until a tool reports something.
+    Run(Emitter<Result<AgentEvent>>),
+}
 
 /// What a running tool reports before it returns: how far along it is, or a log message.
 /// Sent with [`Ctx::progress`] and [`Ctx::log`]; a run that is watched hands each on as
@@ -137,14 +150,27 @@ impl Ctx {
     /// Sends the tool's [`ToolUpdate`]s to `updates`: what a runtime that listens sets (the
     /// agent loop for a watched run, an MCP server for a call with a progress token).
     pub fn with_updates(mut self, updates: impl Fn(ToolUpdate) + Send + Sync + 'static) -> Self {
-        self.updates = Some(Arc::new(updates));
+        self.updates = Some(Listener::Callback(Arc::new(updates)));
+        self
+    }
+
+    /// Sends the tool's updates to a watched run's events, as
+    /// [`AgentEvent::ToolUpdate`]s tagged with the call set by [`with_call`](Self::with_call).
+    pub(crate) fn with_run_updates(mut self, sink: Emitter<Result<AgentEvent>>) -> Self {
+        self.updates = Some(Listener::Run(sink));
         self
     }
 
     /// Reports `update` to whoever listens; nothing happens when no one does.
     pub fn report(&self, update: ToolUpdate) {
-        if let Some(updates) = &self.updates {
-            updates(update);
+        match &self.updates {
+            Some(Listener::Callback(updates)) => updates(update),
+            Some(Listener::Run(sink)) => sink.emit(Ok(AgentEvent::ToolUpdate {
+                name: self.tool_name().to_owned(),
+                call_id: self.call_id().map(str::to_owned),
+                update,
+            })),
+            None => {}
         }
     }
 
@@ -241,6 +267,15 @@ impl Ctx {
 
     /// Records the call this context is handed to.
     pub(crate) fn with_call(mut self, tool: &str, id: Option<&str>) -> Self {
+        // A watched run's loop records the call before the toolbox does (its updates are
+        // tagged with it): once is enough.
+        if self
+            .call
+            .as_ref()
+            .is_some_and(|call| call.tool == tool && call.id.as_deref() == id)
+        {
+            return self;
+        }
         self.call = Some(Arc::new(Call {
             tool: tool.to_owned(),
             id: id.map(str::to_owned),
