@@ -736,6 +736,13 @@ impl harness_core::agent::Middleware for Recorder {
         call: &ToolCall,
         result: Result<String, harness_core::ToolError>,
     ) -> Result<String, harness_core::ToolError> {
+        if call.name == "add" {
+            // The whole call, as the tool got it (after before_tool's rewrite).
+            assert_eq!(
+                serde_json::Value::Object(call.arguments.clone()),
+                json!({"a": 1, "b": 100})
+            );
+        }
         match result {
             Err(e) => {
                 self.seen_failures.fetch_add(1, Ordering::SeqCst);

@@ -98,6 +98,12 @@ impl Journal for Recording {
             return result.map(Content::from).map_err(ToolError::failed);
         }
         let result = step.await;
+        // The journal gets the whole call, its arguments too, after the tool has run.
+        let line = call.arguments.get("line").and_then(|l| l.as_str());
+        assert_eq!(
+            line.map(|l| format!("appended {l}")),
+            result.as_ref().ok().map(|c| c.text().into_owned())
+        );
         let entry = result
             .as_ref()
             .map(|c| c.text().into_owned())
