@@ -121,6 +121,35 @@ thread_local! {
     };
 }
 
+/// This thread polling a channel's producer, from `enter` until `leave` or a drop: a
+/// producer that panics does not leave its channel marked as the one polled.
+struct ProducerPoll {
+    outer: Producing,
+}
+
+impl ProducerPoll {
+    fn enter(channel: usize) -> Self {
+        let outer = PRODUCING.replace(Producing {
+            channel,
+            delivering: false,
+        });
+        Self { outer }
+    }
+
+    /// Ends the poll: whether the producer asked to deliver.
+    fn leave(self) -> bool {
+        let delivering = PRODUCING.get().delivering;
+        drop(self);
+        delivering
+    }
+}
+
+impl Drop for ProducerPoll {
+    fn drop(&mut self) {
+        PRODUCING.set(self.outer);
+    }
+}
+
 /// A stream of what `produce`'s future emits, in order. It ends once that future has
 /// completed and every item it sent has been taken; items sent afterwards by a clone of the
 /// [`Emitter`] kept elsewhere are not waited for.
@@ -235,12 +264,9 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
             let Some(run) = &mut this.run else {
                 return Poll::Ready(None);
             };
-            let outer = PRODUCING.replace(Producing {
-                channel: Arc::as_ptr(&this.shared).addr(),
-                delivering: false,
-            });
+            let producing = ProducerPoll::enter(Arc::as_ptr(&this.shared).addr());
             let polled = run.as_mut().poll(cx);
-            let asked = PRODUCING.replace(outer);
+            let delivering = producing.leave();
             if polled.is_ready() {
                 this.run = None;
                 continue;
@@ -251,7 +277,7 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
             }
             // A producer that paused to deliver with nothing to hand out goes on at once:
             // nothing else would wake it.
-            if !asked.delivering {
+            if !delivering {
                 return Poll::Pending;
             }
         }
@@ -372,6 +398,21 @@ mod tests {
             ["after the first", "after the second"]
         );
         assert_eq!(counter.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_producer_that_panics_leaves_no_channel_marked_as_polled() {
+        let mut stream = channel_stream(|tx: Emitter<u8>| async move {
+            tx.deliver().await;
+            panic!("the producer broke");
+        });
+        let mut cx = Context::from_waker(Waker::noop());
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Pin::new(&mut stream).poll_next(&mut cx)
+        }));
+        assert!(polled.is_err());
+        let left = PRODUCING.get();
+        assert_eq!((left.channel, left.delivering), (0, false));
     }
 
     #[tokio::test]

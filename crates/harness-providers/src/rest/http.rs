@@ -5,6 +5,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -346,12 +347,8 @@ impl HttpClient {
                     }
                     let mut send = std::pin::pin!(request.send());
                     std::future::poll_fn(|cx| match send.as_mut().poll(cx) {
-                        std::task::Poll::Ready(answer) => {
-                            std::task::Poll::Ready(Sent::Answer(answer))
-                        }
-                        std::task::Poll::Pending => {
-                            timer.as_mut().poll(cx).map(|()| Sent::NoHeaders)
-                        }
+                        Poll::Ready(answer) => Poll::Ready(Sent::Answer(answer)),
+                        Poll::Pending => timer.as_mut().poll(cx).map(|()| Sent::NoHeaders),
                     })
                     .await
                 }
