@@ -236,6 +236,18 @@ impl<T> Shared<T> {
     }
 }
 
+impl<T, F> ChannelStream<T, F> {
+    /// The next item already sent, without polling the producer: for a stream that knows
+    /// its producer is waiting on something else (a watched run on the model stream it
+    /// handed over) and would only be polled to say so.
+    pub(crate) fn take_sent(&mut self) -> Option<T> {
+        if self.taken.is_empty() {
+            Shared::take_all(&self.shared, &mut self.taken, false, None);
+        }
+        self.taken.pop_front()
+    }
+}
+
 impl<T, F> std::fmt::Debug for ChannelStream<T, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChannelStream")

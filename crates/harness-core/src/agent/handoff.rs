@@ -137,8 +137,16 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                 this.reading = None;
                 this.handoff.give_back(back);
             }
-            // What the run sent comes first (its step's start before the deltas); a run
-            // that is waiting may just have handed a stream over.
+            // What the run sent comes first (its step's start before the deltas). A stream
+            // it handed over meanwhile is read at once: the run waits for its turn, and
+            // polling it would only say so.
+            if let Some(item) = this.run.take_sent() {
+                return Poll::Ready(Some(item));
+            }
+            if let Some(handed) = this.handoff.take() {
+                this.reading = Some(handed);
+                continue;
+            }
             match this.run.poll_next_unpin(cx) {
                 Poll::Ready(item) => return Poll::Ready(item),
                 Poll::Pending => match this.handoff.take() {
@@ -147,5 +155,60 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::channel::channel_stream;
+
+    #[test]
+    fn a_run_that_handed_its_stream_over_is_polled_only_for_its_turn() {
+        // The run sends its step's start and hands a stream over in one poll; the watcher
+        // hands out the start, reads the stream, and polls the run once more, to give it
+        // its turn (which it reports as its text). Two polls of the run in all.
+        let handoff = Handoff::default();
+        let handed = handoff.clone();
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
+        let run = channel_stream(|sink| {
+            let mut run = Box::pin(async move {
+                sink.emit(Ok(AgentEvent::StepStarted { step: 1 }));
+                let deltas: Vec<Result<LlmEvent>> = vec![
+                    Ok(LlmEvent::TextDelta("a".to_owned())),
+                    Ok(LlmEvent::Completed(Box::new(CompletionResponse::text("a")))),
+                ];
+                let stream = Box::pin(futures_util::stream::iter(deltas));
+                let turn = handed.hand_over(stream, tracing::Span::none()).await;
+                let text = turn.and_then(Result::ok).map(|t| t.content().to_owned());
+                sink.emit(Ok(AgentEvent::TextDelta(format!("turn {text:?}"))));
+            });
+            std::future::poll_fn(move |cx| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                run.as_mut().poll(cx)
+            })
+        });
+        let mut watched = WatchedRun::new(run, handoff);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut seen = Vec::new();
+        loop {
+            match Pin::new(&mut watched).poll_next(&mut cx) {
+                Poll::Ready(Some(event)) => seen.push(format!("{:?}", event.unwrap())),
+                Poll::Ready(None) => break,
+                Poll::Pending => panic!("the watched run waited after {seen:?}"),
+            }
+        }
+        assert_eq!(
+            seen,
+            [
+                "StepStarted { step: 1 }",
+                "TextDelta(\"a\")",
+                "TextDelta(\"turn Some(\\\"a\\\")\")",
+            ]
+        );
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
     }
 }
