@@ -207,25 +207,31 @@ impl<T> Shared<T> {
     }
 
     /// Moves every item sent so far into `taken` (empty on entry). When none was sent:
-    /// `polling` says the stream is about to poll its producer, and `waker` is registered to
-    /// be woken by the next item.
+    /// `polling` says the stream is about to poll its producer, `waker` is registered to be
+    /// woken by the next item, and `waiting` says the producer is about to wait (on a
+    /// model, a tool), so both buffers are let go: thousands of waiting runs hold only what
+    /// they need.
     fn take_all(
         shared: &Mutex<Self>,
         taken: &mut VecDeque<T>,
         polling: bool,
         waker: Option<&Waker>,
+        waiting: bool,
     ) {
         let mut shared = Self::lock(shared);
         std::mem::swap(&mut shared.queue, taken);
         let none = taken.is_empty();
         shared.polling = polling && none;
-        if none && let Some(waker) = waker {
+        if !none {
+            return;
+        }
+        if let Some(waker) = waker {
             match &shared.waker {
                 Some(registered) if registered.will_wake(waker) => {}
                 _ => shared.waker = Some(waker.clone()),
             }
-            // The stream is about to wait (on a model, a tool): it holds no buffer while it
-            // does, so that thousands of waiting runs hold only what they need.
+        }
+        if waiting {
             if taken.capacity() > 0 {
                 *taken = VecDeque::new();
             }
@@ -242,9 +248,27 @@ impl<T, F> ChannelStream<T, F> {
     /// handed over) and would only be polled to say so.
     pub(crate) fn take_sent(&mut self) -> Option<T> {
         if self.taken.is_empty() {
-            Shared::take_all(&self.shared, &mut self.taken, false, None);
+            Shared::take_all(&self.shared, &mut self.taken, false, None, false);
         }
         self.taken.pop_front()
+    }
+
+    /// How many items the stream's buffers have room for.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.taken.capacity() + Shared::lock(&self.shared).queue.capacity()
+    }
+
+    /// Lets the buffers go, all sent having been taken, when the producer is known to wait
+    /// for long without being polled (a watched run on the model stream it handed over).
+    pub(crate) fn release(&mut self) {
+        if self.taken.is_empty() && self.taken.capacity() > 0 {
+            self.taken = VecDeque::new();
+        }
+        let mut shared = Shared::lock(&self.shared);
+        if shared.queue.is_empty() && shared.queue.capacity() > 0 {
+            shared.queue = VecDeque::new();
+        }
     }
 }
 
@@ -268,7 +292,7 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
             // What the producer emits while it is polled here is taken below; only an emitter
             // elsewhere needs to wake the stream.
             let running = this.run.is_some();
-            Shared::take_all(&this.shared, &mut this.taken, running, None);
+            Shared::take_all(&this.shared, &mut this.taken, running, None, false);
             if let Some(item) = this.taken.pop_front() {
                 return Poll::Ready(Some(item));
             }
@@ -283,7 +307,7 @@ impl<T, F: Future<Output = ()>> Stream for ChannelStream<T, F> {
                 this.run = None;
                 continue;
             }
-            Shared::take_all(&this.shared, &mut this.taken, false, Some(cx.waker()));
+            Shared::take_all(&this.shared, &mut this.taken, false, Some(cx.waker()), true);
             if let Some(item) = this.taken.pop_front() {
                 return Poll::Ready(Some(item));
             }

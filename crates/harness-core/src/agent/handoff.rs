@@ -42,8 +42,9 @@ enum Back {
     /// Not yet: the watcher is reading it.
     #[default]
     Reading,
-    /// With its turn, or the error that ended it.
-    Turn(Result<CompletionResponse>),
+    /// With its turn (boxed as the stream gave it: the slot lives as long as the run), or
+    /// the error that ended it.
+    Turn(Result<Box<CompletionResponse>>),
     /// Without a turn.
     Nothing,
 }
@@ -75,7 +76,7 @@ impl Handoff {
         self.lock().handed = Some(HandedOver { stream, span });
         std::future::poll_fn(|_| match std::mem::take(&mut self.lock().back) {
             Back::Reading => Poll::Pending,
-            Back::Turn(turn) => Poll::Ready(Some(turn)),
+            Back::Turn(turn) => Poll::Ready(Some(turn.map(|turn| *turn))),
             Back::Nothing => Poll::Ready(None),
         })
         .await
@@ -129,7 +130,7 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                     Some(Ok(LlmEvent::ThinkingDelta(text))) => {
                         return Poll::Ready(Some(Ok(AgentEvent::ThinkingDelta(text))));
                     }
-                    Some(Ok(LlmEvent::Completed(turn))) => Back::Turn(Ok(*turn)),
+                    Some(Ok(LlmEvent::Completed(turn))) => Back::Turn(Ok(turn)),
                     Some(Err(error)) => Back::Turn(Err(error)),
                     None => Back::Nothing,
                 };
@@ -144,6 +145,8 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                 return Poll::Ready(Some(item));
             }
             if let Some(handed) = this.handoff.take() {
+                // Thousands of runs may wait on their models at once: each holds no buffer.
+                this.run.release();
                 this.reading = Some(handed);
                 continue;
             }
@@ -210,5 +213,26 @@ mod tests {
             ]
         );
         assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_run_waiting_on_the_stream_it_handed_over_holds_no_event_buffer() {
+        let handoff = Handoff::default();
+        let handed = handoff.clone();
+        let run = channel_stream(|sink| async move {
+            sink.emit(Ok(AgentEvent::StepStarted { step: 1 }));
+            let silent = Box::pin(futures_util::stream::pending());
+            let _ = handed.hand_over(silent, tracing::Span::none()).await;
+        });
+        let mut watched = WatchedRun::new(run, handoff);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let first = Pin::new(&mut watched).poll_next(&mut cx);
+        assert!(matches!(
+            first,
+            Poll::Ready(Some(Ok(AgentEvent::StepStarted { step: 1 })))
+        ));
+        assert!(Pin::new(&mut watched).poll_next(&mut cx).is_pending());
+        assert!(watched.reading.is_some());
+        assert_eq!(watched.run.capacity(), 0);
     }
 }
