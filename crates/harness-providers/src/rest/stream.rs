@@ -84,6 +84,19 @@ const HEAD_BYTES: usize = 4096;
 /// `1 / IDLE_CHECKS` of the timeout after it ran out.
 const IDLE_CHECKS: u32 = 4;
 
+/// A waker's identity: its data and its vtable, as `Waker::will_wake` compares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct WakerId(usize, usize);
+
+impl WakerId {
+    fn of(waker: &std::task::Waker) -> Self {
+        Self(
+            waker.data().addr(),
+            std::ptr::from_ref(waker.vtable()).addr(),
+        )
+    }
+}
+
 /// When the next idle check is due: a check period after `now`, and no later than the idle
 /// timeout after `quiet_since`; `None` without an idle timeout.
 fn next_check(limits: &Limits, quiet_since: Instant, now: Instant) -> Option<Instant> {
@@ -368,6 +381,8 @@ pub(crate) struct Reader<'a, A> {
     /// A chunk only sets [`read_since_check`](Self::read_since_check), so no clock is read
     /// per chunk.
     timer: Option<Pin<Box<Sleep>>>,
+    /// The waker the timer was last polled with, while it has not fired since.
+    timer_waker: Option<WakerId>,
     /// Whether a chunk came since the last idle check.
     read_since_check: bool,
     /// The first idle check with no chunk since the one before: the stream has been silent
@@ -446,6 +461,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             limits,
             deadline,
             timer,
+            timer_waker: None,
             read_since_check: false,
             quiet_since: now,
             head: Vec::new(),
@@ -565,7 +581,18 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             let Some(timer) = self.timer.as_mut() else {
                 return Poll::Pending;
             };
-            std::task::ready!(timer.as_mut().poll(cx));
+            // A timer polled with this very waker that has not fired holds the waker already:
+            // polling it again for every chunk would only swap in another clone of it (tokio's
+            // `block_on` waker never compares equal to its own clone).
+            let waker = WakerId::of(cx.waker());
+            if self.timer_waker == Some(waker) && !timer.is_elapsed() {
+                return Poll::Pending;
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                self.timer_waker = Some(waker);
+                return Poll::Pending;
+            }
+            self.timer_waker = None;
             let now = Instant::now();
             if self.deadline.is_some_and(|deadline| deadline <= now) {
                 return Poll::Ready(Err(self.timeout(true)));
@@ -881,6 +908,45 @@ mod tests {
         assert_eq!(deltas, 1);
         assert!(last.unwrap_err().is_timeout());
         assert_eq!(started.elapsed(), Duration::from_secs(140));
+    }
+
+    /// Counts the wakes of the task it stands for.
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl Wakes {
+        fn count(&self) -> usize {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timer_wakes_the_waker_the_stream_was_last_polled_with() {
+        // Polled twice by one task (the timer is polled once), then by another: the
+        // silence's timeout wakes the other, and the stream then fails with it.
+        let mut reader = reader(futures_util::stream::pending().boxed(), limits(120, None));
+        let first = Arc::new(Wakes(std::sync::atomic::AtomicUsize::new(0)));
+        let second = Arc::new(Wakes(std::sync::atomic::AtomicUsize::new(0)));
+        let (waker_a, waker_b) = (
+            std::task::Waker::from(Arc::clone(&first)),
+            std::task::Waker::from(Arc::clone(&second)),
+        );
+        let mut cx_a = std::task::Context::from_waker(&waker_a);
+        let mut cx_b = std::task::Context::from_waker(&waker_b);
+        assert!(reader.poll_next(&mut cx_a).is_pending());
+        assert!(reader.poll_next(&mut cx_a).is_pending());
+        assert!(reader.poll_next(&mut cx_b).is_pending());
+        tokio::time::sleep(Duration::from_secs(121)).await;
+        assert_eq!((first.count(), second.count()), (0, 1));
+        match reader.poll_next(&mut cx_b) {
+            Poll::Ready(Some(Err(err))) => assert!(err.is_timeout(), "{err}"),
+            other => panic!("expected the idle timeout, got {other:?}"),
+        }
     }
 
     #[tokio::test(start_paused = true)]
