@@ -58,7 +58,7 @@ enum Listener {
 
 /// What a running tool reports before it returns: how far along it is, or a log message.
 /// Sent with [`Ctx::progress`] and [`Ctx::log`]; a run that is watched hands each on as
-/// [`AgentEvent::ToolUpdate`](crate::agent::AgentEvent::ToolUpdate), a toolbox served over MCP
+/// [`AgentEvent::ToolUpdate`], a toolbox served over MCP
 /// as the protocol's progress and log notifications. With no one listening they go nowhere.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
