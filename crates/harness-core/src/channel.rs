@@ -232,12 +232,8 @@ impl<T> Shared<T> {
             }
         }
         if waiting {
-            if taken.capacity() > 0 {
-                *taken = VecDeque::new();
-            }
-            if shared.queue.capacity() > 0 {
-                shared.queue = VecDeque::new();
-            }
+            let_go(taken);
+            let_go(&mut shared.queue);
         }
     }
 }
@@ -262,13 +258,15 @@ impl<T, F> ChannelStream<T, F> {
     /// Lets the buffers go, all sent having been taken, when the producer is known to wait
     /// for long without being polled (a watched run on the model stream it handed over).
     pub(crate) fn release(&mut self) {
-        if self.taken.is_empty() && self.taken.capacity() > 0 {
-            self.taken = VecDeque::new();
-        }
-        let mut shared = Shared::lock(&self.shared);
-        if shared.queue.is_empty() && shared.queue.capacity() > 0 {
-            shared.queue = VecDeque::new();
-        }
+        let_go(&mut self.taken);
+        let_go(&mut Shared::lock(&self.shared).queue);
+    }
+}
+
+/// Frees an empty queue's buffer: a stream that waits holds only what it needs.
+fn let_go<T>(queue: &mut VecDeque<T>) {
+    if queue.is_empty() && queue.capacity() > 0 {
+        *queue = VecDeque::new();
     }
 }
 
