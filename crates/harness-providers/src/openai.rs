@@ -15,8 +15,8 @@ use crate::connection::{Connection, connection_setters};
 use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
 use crate::wire::{
-    ContentText, Count, DataUrl, DocumentUrl, Few, JsonText, Parameters, Settings, Str, Text,
-    TextOrParts, present, push,
+    ContentText, Count, DataUrl, DocumentUrl, Few, FewInto, JsonText, Parameters, Settings, Str,
+    Text, TextOrParts, present, push,
 };
 
 const PATH: &str = "/chat/completions";
@@ -654,12 +654,19 @@ struct Chunk<'a> {
 }
 
 impl<'a> Chunk<'a> {
-    /// Reads one stream event's chunk; `ids` says whether its `id` and `model` are still
-    /// wanted (a stream repeats both on every chunk, and the accumulator keeps the first).
-    fn read(data: &'a str, ids: bool) -> serde_json::Result<Self> {
+    /// Reads one stream event's chunk into this (empty) one; `ids` says whether its `id` and
+    /// `model` are still wanted (a stream repeats both on every chunk, and the accumulator
+    /// keeps the first).
+    fn fill(&mut self, data: &'a str, ids: bool) -> serde_json::Result<()> {
         let mut reader = serde_json::Deserializer::from_str(data);
-        let chunk = DeserializeSeed::deserialize(ChunkSeed { ids }, &mut reader)?;
-        reader.end()?;
+        DeserializeSeed::deserialize(ChunkSeed { ids, chunk: self }, &mut reader)?;
+        reader.end()
+    }
+
+    #[cfg(test)]
+    fn read(data: &'a str, ids: bool) -> serde_json::Result<Self> {
+        let mut chunk = Chunk::default();
+        chunk.fill(data, ids)?;
         Ok(chunk)
     }
 }
@@ -668,7 +675,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Chunk<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> std::result::Result<Self, D::Error> {
-        DeserializeSeed::deserialize(ChunkSeed { ids: true }, deserializer)
+        let mut chunk = Chunk::default();
+        let seed = ChunkSeed {
+            ids: true,
+            chunk: &mut chunk,
+        };
+        DeserializeSeed::deserialize(seed, deserializer)?;
+        Ok(chunk)
     }
 }
 
@@ -685,38 +698,45 @@ enum ChunkKey {
     Other,
 }
 
-/// Reads a [`Chunk`], its `id` and `model` only when `ids` (skipped otherwise, as unknown
-/// keys are). A key given twice is an error, as in serde's derived readers.
-struct ChunkSeed {
+/// Reads a [`Chunk`] into the one given, its `id` and `model` only when `ids` (skipped
+/// otherwise, as unknown keys are). A key given twice is an error, as in serde's derived
+/// readers. Filled in place: a chunk is some 200 bytes, and returned by value it would be
+/// copied at each of serde's layers, for every event of a stream.
+struct ChunkSeed<'c, 'de> {
     ids: bool,
+    chunk: &'c mut Chunk<'de>,
 }
 
-impl<'de> DeserializeSeed<'de> for ChunkSeed {
-    type Value = Chunk<'de>;
+impl<'de> DeserializeSeed<'de> for ChunkSeed<'_, 'de> {
+    type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(
         self,
         deserializer: D,
-    ) -> std::result::Result<Chunk<'de>, D::Error> {
+    ) -> std::result::Result<(), D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ChunkSeed {
-    type Value = Chunk<'de>;
+impl<'de> Visitor<'de> for ChunkSeed<'_, 'de> {
+    type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a chat completion (a JSON object)")
     }
 
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<Chunk<'de>, M::Error> {
-        let mut chunk = Chunk::default();
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<(), M::Error> {
+        let chunk = self.chunk;
         let mut seen = Seen::default();
         while let Some(key) = map.next_key()? {
             match key {
                 ChunkKey::Choices => {
                     seen.once(ChunkKey::Choices as u8, "choices")?;
-                    chunk.choices = map.next_value()?;
+                    // `null` is no list, as a missing key is.
+                    let choices = chunk.choices.insert(Few::default());
+                    if !map.next_value_seed(FewInto(choices))? {
+                        chunk.choices = None;
+                    }
                 }
                 ChunkKey::Id if self.ids => {
                     seen.once(ChunkKey::Id as u8, "id")?;
@@ -739,7 +759,7 @@ impl<'de> Visitor<'de> for ChunkSeed {
                 }
             }
         }
-        Ok(chunk)
+        Ok(())
     }
 }
 
@@ -1118,7 +1138,7 @@ impl<'v> ChatAccumulator<'v> {
             let function = json::required(vendor, call.function.as_ref(), "function", body)?;
             json::required(vendor, function.name.as_ref(), "name", body)?;
         }
-        self.take(chunk, None);
+        self.take(&chunk, None);
         // A missing finish reason is not a finished answer.
         self.done = true;
         self.finish()
@@ -1126,7 +1146,7 @@ impl<'v> ChatAccumulator<'v> {
 
     /// Takes one chunk; `emit` is `None` for a non-streamed answer, whose calls are whole
     /// (each its own).
-    fn take(&mut self, chunk: Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
+    fn take(&mut self, chunk: &Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
         crate::wire::keep_first(&mut self.id, chunk.id.as_ref());
         crate::wire::keep_first(&mut self.model, chunk.model.as_ref());
         if let Some(usage) = chunk.usage.as_deref().and_then(UsageWire::usage) {
@@ -1215,12 +1235,14 @@ impl<'v> ChatAccumulator<'v> {
 impl Accumulator for ChatAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let ids = self.id.is_none() || self.model.is_none();
-        let chunk = Chunk::read(event.data, ids)
+        let mut chunk = Chunk::default();
+        chunk
+            .fill(event.data, ids)
             .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(self.vendor(), error, event.data));
         }
-        self.take(chunk, Some(emit));
+        self.take(&chunk, Some(emit));
         Ok(())
     }
 
@@ -1405,6 +1427,16 @@ mod tests {
         assert!(delta.refusal().is_none() && delta.reasoning().is_none());
         assert!(delta.extra.is_none(), "a null rare field allocates nothing");
         assert!(chunk.usage.is_none());
+        // `choices` as null is no list, as a missing key is; an empty list is a list.
+        assert!(
+            Chunk::read(r#"{"choices":null}"#, true)
+                .unwrap()
+                .choices
+                .is_none()
+        );
+        assert!(Chunk::read("{}", true).unwrap().choices.is_none());
+        let empty = Chunk::read(r#"{"choices":[]}"#, true).unwrap().choices;
+        assert!(empty.is_some_and(|choices| choices.first().is_none()));
         let message =
             Chunk::read(r#"{"choices":[{"message":{"content":"whole"}}]}"#, true).unwrap();
         let choice = message.choices.as_ref().and_then(Few::first).unwrap();

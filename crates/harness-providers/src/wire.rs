@@ -2,13 +2,12 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::marker::PhantomData;
 
 use harness_core::{
     Block, Content, Document, ImageSource, Message, ModelSettings, ReasoningLevel, Role, ToolChoice,
 };
 use serde::Deserialize;
-use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
 /// A JSON list read without a heap allocation for the common case of one element: stream
 /// chunks nearly always carry exactly one choice, one part, one tool-call fragment.
@@ -39,40 +38,53 @@ impl<T> Few<T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Few<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FewVisitor<T>(PhantomData<T>);
+        let mut few = Few::default();
+        FewInto(&mut few).deserialize(deserializer)?;
+        Ok(few)
+    }
+}
 
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for FewVisitor<T> {
-            type Value = Few<T>;
+/// Reads a list (or `null`, as no elements) into the empty [`Few`] given, and says whether
+/// it was a list. In place: a `Few` holds its first element inline, and returned by value
+/// it would be copied at each of serde's layers, for every chunk of a stream.
+pub(crate) struct FewInto<'f, T>(pub(crate) &'f mut Few<T>);
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a list or null")
-            }
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for FewInto<'_, T> {
+    type Value = bool;
 
-            fn visit_unit<E>(self) -> Result<Few<T>, E> {
-                Ok(Few::default())
-            }
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
 
-            fn visit_none<E>(self) -> Result<Few<T>, E> {
-                Ok(Few::default())
-            }
+impl<'de, T: Deserialize<'de>> Visitor<'de> for FewInto<'_, T> {
+    type Value = bool;
 
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Few<T>, D::Error> {
-                d.deserialize_seq(self)
-            }
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list or null")
+    }
 
-            fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Few<T>, S::Error> {
-                let mut few = Few::default();
-                if let Some(first) = seq.next_element()? {
-                    few.first = Some(first);
-                    while let Some(next) = seq.next_element()? {
-                        few.rest.push(next);
-                    }
-                }
-                Ok(few)
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_none<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<bool, S::Error> {
+        let few = self.0;
+        few.first = seq.next_element()?;
+        if few.first.is_some() {
+            while let Some(next) = seq.next_element()? {
+                few.rest.push(next);
             }
         }
-
-        deserializer.deserialize_option(FewVisitor(PhantomData))
+        Ok(true)
     }
 }
 
