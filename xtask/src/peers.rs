@@ -56,14 +56,9 @@ const RETRY_DELAYS: [Duration; 2] = [Duration::from_secs(10), Duration::from_sec
 pub(crate) fn npm_install(prefix: &str, packages: &[&str], entry: &str) -> Result<PathBuf, String> {
     let path = Path::new(prefix).join(entry);
     if !path.exists() {
-        let mut args = vec![
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--fetch-retries=4",
-            "--prefix",
-            prefix,
-        ];
+        // npm retries a failed fetch twice itself; more would let one stalled download
+        // (each waits up to five minutes) outlast CI.
+        let mut args = vec!["install", "--no-audit", "--no-fund", "--prefix", prefix];
         args.extend_from_slice(packages);
         // A dependency of restate-server reports installs to an analytics service unless
         // told not to; CI has no business calling it.
