@@ -51,8 +51,8 @@ fn npm_os(os: &str) -> &str {
 const RETRY_DELAYS: [Duration; 2] = [Duration::from_secs(10), Duration::from_secs(30)];
 
 /// Installs npm packages into `prefix` unless `entry` (a path under it) is already there, and
-/// returns the entry's full path. A failed install is tried again twice; npm prints its own
-/// reason each time.
+/// returns the entry's full path. A failed install is tried again after each of
+/// [`RETRY_DELAYS`]; npm prints its own reason each time.
 pub(crate) fn npm_install(prefix: &str, packages: &[&str], entry: &str) -> Result<PathBuf, String> {
     let path = Path::new(prefix).join(entry);
     if !path.exists() {
@@ -72,10 +72,11 @@ pub(crate) fn npm_install(prefix: &str, packages: &[&str], entry: &str) -> Resul
         }
         outcome.map_err(|failure| {
             format!(
-                "npm could not install {} into {prefix}, three times (the last: {failure}; \
+                "npm could not install {} into {prefix}, {} times (the last: {failure}; \
                  npm's reasons are above). Check that registry.npmjs.org is reachable (or set \
                  npm_config_registry to a mirror) and run the command again",
-                packages.join(" ")
+                packages.join(" "),
+                RETRY_DELAYS.len() + 1
             )
         })?;
     }
