@@ -1,11 +1,15 @@
-//! The four clients measured: deepharness through `Agent::run` and `Agent::stream_events`,
-//! and the floor, bare reqwest sending the same two requests non-streamed and streamed.
+//! The clients measured: deepharness through `Agent::run` and `Agent::stream_events`, and
+//! the floor, bare reqwest sending the same two requests non-streamed and streamed; and, to
+//! tell the agent's share of a gap from the provider's, the provider alone.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use futures_util::StreamExt as _;
-use harness_core::{Agent, AgentEvent};
+use harness_core::{
+    Agent, AgentEvent, CompletionResponse, Llm as _, LlmEvent, Message, Request, Tool as _,
+    ToolSpec,
+};
 use harness_providers::OpenAi;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -20,8 +24,7 @@ async fn get_weather(city: String) -> String {
 
 /// The tool's spec, as the provider turns it into the request's `tools`.
 #[cfg(test)]
-pub(crate) fn tool_spec() -> harness_core::ToolSpec {
-    use harness_core::Tool as _;
+pub(crate) fn tool_spec() -> ToolSpec {
     GetWeather.spec().clone()
 }
 
@@ -41,6 +44,12 @@ pub(crate) enum Case {
     FloorJson,
     /// bare reqwest, the two requests streamed, each SSE body read to its end.
     FloorSse,
+    /// The `OpenAi` provider alone, its `Llm::generate` called for the two requests with the
+    /// tool run by hand: where a gap between `run` and its floor lies (not in the default set).
+    ModelJson,
+    /// The provider alone, `Llm::stream_events` read to its turn for the two requests (not in
+    /// the default set).
+    ModelSse,
 }
 
 impl Case {
@@ -50,6 +59,8 @@ impl Case {
             "stream_events" => Self::StreamEvents,
             "floor_json" => Self::FloorJson,
             "floor_sse" => Self::FloorSse,
+            "model_json" => Self::ModelJson,
+            "model_sse" => Self::ModelSse,
             other => {
                 return Err(format!(
                     "unknown case `{other}`: run, stream_events, floor_json or floor_sse"
@@ -64,6 +75,8 @@ impl Case {
             Self::StreamEvents => "stream_events",
             Self::FloorJson => "floor_json",
             Self::FloorSse => "floor_sse",
+            Self::ModelJson => "model_json",
+            Self::ModelSse => "model_sse",
         }
     }
 }
@@ -73,24 +86,24 @@ impl Case {
 pub(crate) enum Client {
     Agent(Agent, Case),
     Floor(Floor, Case),
+    Model(Arc<OpenAi>, Arc<[ToolSpec]>, Case),
 }
 
 impl Client {
     pub(crate) fn new(case: Case, base_url: &str) -> Result<Self, String> {
         Ok(match case {
             Case::Run | Case::StreamEvents => {
-                let model = OpenAi::builder(MODEL)
-                    .api_key("sk-bench")
-                    .base_url(format!("{base_url}/v1"))
-                    .build()
-                    .map_err(|e| format!("cannot build the model: {e}"))?;
-                let agent = Agent::builder(model)
+                let agent = Agent::builder(model(base_url)?)
                     .tool(GetWeather)
                     .build()
                     .map_err(|e| format!("cannot build the agent: {e}"))?;
                 Self::Agent(agent, case)
             }
             Case::FloorJson | Case::FloorSse => Self::Floor(Floor::new(base_url)?, case),
+            Case::ModelJson | Case::ModelSse => {
+                let specs: Arc<[ToolSpec]> = Arc::from([GetWeather.spec().clone()]);
+                Self::Model(Arc::new(model(base_url)?), specs, case)
+            }
         })
     }
 
@@ -104,6 +117,9 @@ impl Client {
             Self::Agent(agent, _) => stream_events(agent).await?,
             Self::Floor(floor, Case::FloorJson) => floor.json().await?,
             Self::Floor(floor, _) => floor.sse().await?,
+            Self::Model(model, specs, case) => {
+                model_run(model, specs, *case == Case::ModelSse).await?
+            }
         };
         if answer == ANSWER {
             Ok(())
@@ -401,4 +417,56 @@ async fn read_sse(
     } else {
         Err("the stream ended without [DONE]".to_owned())
     }
+}
+
+/// The `OpenAi` model every deepharness client uses, pointed at the mock.
+fn model(base_url: &str) -> Result<OpenAi, String> {
+    OpenAi::builder(MODEL)
+        .api_key("sk-bench")
+        .base_url(format!("{base_url}/v1"))
+        .build()
+        .map_err(|e| format!("cannot build the model: {e}"))
+}
+
+/// The provider alone: the two requests through `Llm`, the tool's answer computed as the
+/// floor computes it.
+async fn model_run(model: &OpenAi, specs: &[ToolSpec], stream: bool) -> Result<String, String> {
+    let mut messages = vec![Message::user(PROMPT)];
+    let first = model_call(model, &messages, specs, stream).await?;
+    let call = first.tool_calls().first().ok_or("no tool call")?.clone();
+    let city = call
+        .arguments
+        .get("city")
+        .and_then(Value::as_str)
+        .ok_or("no city in the tool arguments")?
+        .to_owned();
+    let (name, id) = (call.name.clone(), call.id.clone().unwrap_or_default());
+    messages.push(Message::assistant("").with_tool_calls(vec![call]));
+    messages.push(Message::tool(weather(&city), name).with_call_id(id));
+    let second = model_call(model, &messages, specs, stream).await?;
+    Ok(second.content().to_owned())
+}
+
+/// One model call, streamed (every event taken) or not.
+async fn model_call(
+    model: &OpenAi,
+    messages: &[Message],
+    specs: &[ToolSpec],
+    stream: bool,
+) -> Result<CompletionResponse, String> {
+    let request = Request::new(messages).with_tools(specs);
+    if !stream {
+        return model.generate(request).await.map_err(|e| e.to_string());
+    }
+    let mut events = model.stream_events(request);
+    let mut text = String::new();
+    while let Some(event) = events.next().await {
+        match event.map_err(|e| e.to_string())? {
+            LlmEvent::TextDelta(delta) => text.push_str(&delta),
+            LlmEvent::Completed(turn) if turn.content() == text => return Ok(*turn),
+            LlmEvent::Completed(_) => return Err("the deltas are not the turn's text".into()),
+            LlmEvent::ThinkingDelta(_) => {}
+        }
+    }
+    Err("the stream ended without a turn".into())
 }

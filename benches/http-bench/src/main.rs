@@ -17,8 +17,10 @@
 //!   once> <wall ms>`, the peak being the rise of VmHWM (`/proc/self/status`) over its value
 //!   before the runs (after a few warm-up runs).
 //!
-//! Cases: `run`, `stream_events`, `floor_json`, `floor_sse`. Every client runs on a
-//! current-thread tokio runtime.
+//! Cases: `run`, `stream_events`, `floor_json`, `floor_sse` (the default set), and for
+//! locating a gap, `model_json` and `model_sse`: the `OpenAi` provider alone, without the
+//! agent (`--case all` takes all six in turn). Every client runs on a current-thread tokio
+//! runtime.
 
 mod client;
 mod mock;
@@ -164,6 +166,14 @@ fn cpu_time() -> Result<Duration, String> {
 fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), String> {
     let runtime = runtime()?;
     let cases = match only {
+        Some("all") => vec![
+            Case::FloorJson,
+            Case::ModelJson,
+            Case::Run,
+            Case::FloorSse,
+            Case::ModelSse,
+            Case::StreamEvents,
+        ],
         Some(name) => vec![Case::parse(name)?],
         None => vec![
             Case::FloorJson,
