@@ -212,7 +212,8 @@ impl ToolCall {
     /// ```
     pub fn parse(name: impl Into<String>, text: &str) -> Self {
         let mut call = Self::new(name, Value::Object(Map::new()));
-        if text.trim().is_empty() {
+        // JSON's whitespace is ASCII (and `trim()`'s Unicode tables cost a run a function).
+        if text.trim_ascii().is_empty() {
             return call;
         }
         match serde_json::from_str::<Value>(text) {

@@ -661,7 +661,9 @@ impl<'a, A: Accumulator> Reader<'a, A> {
         let (accumulator, queue, events) =
             (&mut self.accumulator, &mut self.queue, &mut self.events);
         let mut read = |event: SseEvent<'_>| {
-            let data = event.data.trim();
+            // JSON's whitespace is ASCII; `trim()`'s Unicode tables are a function of their
+            // own, fetched again for every event (docs/performance.md).
+            let data = event.data.trim_ascii();
             // An error already ends the stream; a priming event (empty data) says nothing.
             if data.is_empty() || queue.back().is_some_and(Result::is_err) {
                 return;
