@@ -63,7 +63,8 @@ impl Case {
             "model_sse" => Self::ModelSse,
             other => {
                 return Err(format!(
-                    "unknown case `{other}`: run, stream_events, floor_json or floor_sse"
+                    "unknown case `{other}`: run, stream_events, floor_json, floor_sse, \
+                     model_json, model_sse (or, for cpu, all)"
                 ));
             }
         })
