@@ -53,21 +53,28 @@ pub(crate) enum Case {
 }
 
 impl Case {
+    /// Every case, in the order `--case all` takes them: each floor, then the provider alone,
+    /// then the agent.
+    pub(crate) const ALL: [Self; 6] = [
+        Self::FloorJson,
+        Self::ModelJson,
+        Self::Run,
+        Self::FloorSse,
+        Self::ModelSse,
+        Self::StreamEvents,
+    ];
+
     pub(crate) fn parse(name: &str) -> Result<Self, String> {
-        Ok(match name {
-            "run" => Self::Run,
-            "stream_events" => Self::StreamEvents,
-            "floor_json" => Self::FloorJson,
-            "floor_sse" => Self::FloorSse,
-            "model_json" => Self::ModelJson,
-            "model_sse" => Self::ModelSse,
-            other => {
-                return Err(format!(
-                    "unknown case `{other}`: run, stream_events, floor_json, floor_sse, \
-                     model_json, model_sse (or, for cpu, all)"
-                ));
-            }
-        })
+        Self::ALL
+            .into_iter()
+            .find(|case| case.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|case| case.name()).collect();
+                format!(
+                    "unknown case `{name}`: {} (or, for cpu, all)",
+                    names.join(", ")
+                )
+            })
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -434,16 +441,16 @@ fn model(base_url: &str) -> Result<OpenAi, String> {
 async fn model_run(model: &OpenAi, specs: &[ToolSpec], stream: bool) -> Result<String, String> {
     let mut messages = vec![Message::user(PROMPT)];
     let first = model_call(model, &messages, specs, stream).await?;
-    let call = first.tool_calls().first().ok_or("no tool call")?.clone();
+    let call = first.tool_calls().first().ok_or("no tool call")?;
     let city = call
         .arguments
         .get("city")
         .and_then(Value::as_str)
-        .ok_or("no city in the tool arguments")?
-        .to_owned();
-    let (name, id) = (call.name.clone(), call.id.clone().unwrap_or_default());
-    messages.push(Message::assistant("").with_tool_calls(vec![call]));
-    messages.push(Message::tool(weather(&city), name).with_call_id(id));
+        .ok_or("no city in the tool arguments")?;
+    let answer = Message::tool(weather(city), call.name.as_str())
+        .with_call_id(call.id.clone().unwrap_or_default());
+    messages.push(Message::assistant("").with_tool_calls(vec![call.clone()]));
+    messages.push(answer);
     let second = model_call(model, &messages, specs, stream).await?;
     Ok(second.content().to_owned())
 }

@@ -166,21 +166,12 @@ fn cpu_time() -> Result<Duration, String> {
 fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), String> {
     let runtime = runtime()?;
     let cases = match only {
-        Some("all") => vec![
-            Case::FloorJson,
-            Case::ModelJson,
-            Case::Run,
-            Case::FloorSse,
-            Case::ModelSse,
-            Case::StreamEvents,
-        ],
+        Some("all") => Case::ALL.to_vec(),
         Some(name) => vec![Case::parse(name)?],
-        None => vec![
-            Case::FloorJson,
-            Case::Run,
-            Case::FloorSse,
-            Case::StreamEvents,
-        ],
+        None => Case::ALL
+            .into_iter()
+            .filter(|case| !matches!(case, Case::ModelJson | Case::ModelSse))
+            .collect(),
     };
     let clients = cases
         .iter()
