@@ -259,6 +259,23 @@ async fn a_refused_connection_is_a_connect_error_naming_the_url_and_keeping_reqw
     );
 }
 
+#[test]
+fn a_base_url_that_is_not_an_http_url_is_refused_at_build_naming_it() {
+    for (url, problem) in [
+        ("not a url", "does not parse"),
+        ("ftp://example.test/v1", "not an http(s) URL"),
+        ("localhost:8080/v1", "not an http(s) URL"),
+    ] {
+        let err = OpenAi::builder("m").base_url(url).build().unwrap_err();
+        assert!(err.is_configuration(), "{url}: {err:?}");
+        let message = err.to_string();
+        assert!(
+            message.contains(url) && message.contains(problem) && message.contains("https://"),
+            "{message}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_absurd_retry_after_is_capped_not_a_panic() {
     let server = Server::start(|n, _| {

@@ -3,8 +3,8 @@
 //! stream's whole body.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -125,6 +125,35 @@ pub struct HttpClient {
     semaphore: Option<Arc<Semaphore>>,
     /// The capacity the last request body needed, shared by clones.
     body_hint: Arc<AtomicUsize>,
+    /// The URLs requests went to, parsed once, shared by clones.
+    endpoints: Arc<Endpoints>,
+}
+
+/// The parsed URL of each path a client posts to. Parsing a URL (its host through IDNA
+/// included) took more instructions than serialising the request body, and a client talks to
+/// one or two paths for its whole life.
+#[derive(Debug, Default)]
+struct Endpoints(RwLock<Vec<(Box<str>, reqwest::Url)>>);
+
+impl Endpoints {
+    /// More paths than a vendor uses; past it a path is parsed per request, as reqwest would.
+    const MAX: usize = 8;
+
+    /// `url` (the absolute form of `path`) parsed, from the cache or parsed now; `None` when
+    /// it does not parse, for reqwest to report as it does any bad URL.
+    fn get(&self, path: &str, url: &str) -> Option<reqwest::Url> {
+        let held = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, parsed)) = held.iter().find(|(p, _)| **p == *path) {
+            return Some(parsed.clone());
+        }
+        drop(held);
+        let parsed = reqwest::Url::parse(url).ok()?;
+        let mut held = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        if held.len() < Self::MAX && !held.iter().any(|(p, _)| **p == *path) {
+            held.push((path.into(), parsed.clone()));
+        }
+        Some(parsed)
+    }
 }
 
 /// A streamed response whose body has started, with the concurrency slot it holds until the
@@ -145,7 +174,8 @@ impl HttpClient {
     ///
     /// # Errors
     /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0,
-    /// `retry.attempts` 0, a header that is not valid in HTTP, or a TLS setup failure.
+    /// `retry.attempts` 0, a base URL that is not an absolute http(s) URL, a header that is
+    /// not valid in HTTP, or a TLS setup failure.
     pub fn new(config: HttpConfig) -> Result<Self> {
         if config.max_concurrency == Some(0) {
             return Err(Error::configuration(
@@ -156,6 +186,23 @@ impl HttpClient {
             return Err(Error::configuration(
                 "RetryPolicy.attempts must be at least 1, got 0",
             ));
+        }
+        match reqwest::Url::parse(&config.base_url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+            Ok(_) => {
+                return Err(Error::configuration(format!(
+                    "the base URL {:?} of {} is not an http(s) URL with a host; give one like \
+                     https://api.example.com/v1",
+                    config.base_url, config.provider
+                )));
+            }
+            Err(e) => {
+                return Err(Error::configuration(format!(
+                    "the base URL {:?} of {} does not parse ({e}); give an absolute URL like \
+                     https://api.example.com/v1",
+                    config.base_url, config.provider
+                )));
+            }
         }
         let mut headers = HeaderMap::new();
         for (name, value) in &config.headers {
@@ -185,6 +232,7 @@ impl HttpClient {
             config: Arc::new(config),
             semaphore,
             body_hint: Arc::new(AtomicUsize::new(1024)),
+            endpoints: Arc::default(),
         })
     }
 
@@ -329,12 +377,15 @@ impl HttpClient {
         mode: &mut Mode<'_>,
     ) -> Result<Response> {
         let attempts = self.config.retry.attempts;
+        let endpoint = self.endpoints.get(path, url);
         let mut attempt = 0;
         loop {
             let last = attempt + 1 >= attempts;
-            let request = self
-                .client
-                .post(url)
+            let request = match &endpoint {
+                Some(parsed) => self.client.post(parsed.clone()),
+                None => self.client.post(url),
+            };
+            let request = request
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone());
             let sent = match mode {
@@ -558,6 +609,33 @@ mod tests {
         );
         assert_eq!(kind.as_deref(), Some("INVALID_ARGUMENT"));
         assert_eq!(vendor_error("<html>"), (None, None));
+    }
+
+    #[test]
+    fn each_path_is_parsed_once_and_kept_apart_from_the_others() {
+        let endpoints = Endpoints::default();
+        let a = endpoints.get("/a", "http://example.test/v1/a").unwrap();
+        let b = endpoints
+            .get("/b?alt=sse", "http://example.test/v1/b?alt=sse")
+            .unwrap();
+        assert_eq!(a.as_str(), "http://example.test/v1/a");
+        assert_eq!(b.as_str(), "http://example.test/v1/b?alt=sse");
+        // Cached: the second lookup answers from the path, whatever URL it is given.
+        let again = endpoints.get("/a", "ignored once cached").unwrap();
+        assert_eq!(again, a);
+        assert_eq!(endpoints.0.read().unwrap().len(), 2);
+        // A URL that does not parse is left to reqwest, which reports it, and is not kept.
+        assert!(endpoints.get("/c", "not a url/c").is_none());
+        assert_eq!(endpoints.0.read().unwrap().len(), 2);
+        // Past the cap a path is still parsed, just not kept.
+        for i in 0..Endpoints::MAX * 2 {
+            let path = format!("/p{i}");
+            let url = endpoints
+                .get(&path, &format!("http://example.test{path}"))
+                .unwrap();
+            assert_eq!(url.path(), path);
+        }
+        assert_eq!(endpoints.0.read().unwrap().len(), Endpoints::MAX);
     }
 
     #[test]
