@@ -25,7 +25,7 @@ pub(crate) fn bench(args: &[String]) -> Result<(), String> {
         Some(other) => Err(format!(
             "unknown benchmark `{other}`: `cargo xtask bench` runs them all, \
              `cargo xtask bench graph` the graph executor against the Python original, \
-             `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]` \
+             `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N] [--load N]` \
              a two-step agent run over loopback HTTP against bare reqwest and the Python \
              original, `cargo xtask bench durable` durable runs on a real Restate server"
         )),

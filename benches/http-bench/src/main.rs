@@ -6,9 +6,10 @@
 //!
 //! - `http-bench mock [--delay-ms N] [--cpu N]`: the mock (see [`mock`]); prints its base URL, serves
 //!   until its standard input closes.
-//! - `http-bench cpu <base-url> [--runs N] [--rounds R] [--case C] [--cpu N]`: N sequential runs of each case
-//!   after a warm-up, in R rounds that take the cases in turn (floor, library, floor,
-//!   library), so that the shared machine's changing load touches each alike; prints
+//! - `http-bench cpu <base-url> [--runs N] [--rounds R] [--case C] [--cpu N] [--concurrency K]`:
+//!   N runs of each case after a warm-up, one at a time or K in flight at once, in R rounds
+//!   that take the cases in turn (floor, library, floor, library), so that the shared
+//!   machine's changing load touches each alike; prints
 //!   `cpu <case> <CPU µs per run> <wall µs per run> <runs>` per case, its median round's.
 //!   CPU is this process's user + system time (`getrusage(RUSAGE_SELF)`), so the mock's work
 //!   is not in it.
@@ -28,6 +29,7 @@ mod mock;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use nix::sys::resource::{Resource, UsageWho, getrlimit, getrusage, setrlimit};
 use serde_json::{Value, json};
 
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
                         url,
                         runs,
                         option(&args, "--rounds", 40)?,
+                        option(&args, "--concurrency", 1)?,
                         only.map(String::as_str),
                     )
                 }),
@@ -74,7 +77,7 @@ fn main() -> ExitCode {
         Some("mem") => case_and_url(&args)
             .and_then(|(case, url)| mem(case, url, option(&args, "--tasks", 10_000)?)),
         _ => Err("usage: http-bench mock [--delay-ms N] [--cpu N] | \
-             cpu <base-url> [--runs N] [--rounds N] [--case C] [--cpu N] | \
+             cpu <base-url> [--runs N] [--rounds N] [--case C] [--cpu N] [--concurrency K] | \
              mem <case> <base-url> [--tasks N]"
             .to_owned()),
     };
@@ -163,7 +166,17 @@ fn cpu_time() -> Result<Duration, String> {
 
 /// Every case in one process, in interleaved rounds: a drift in the load of this shared
 /// machine touches the floor and the library alike. Prints each case's median round.
-fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), String> {
+///
+/// One run at a time, every event of a stream finds the client's code evicted by the mock's,
+/// which ran on the same CPU in between, so the figure weighs code size as much as work.
+/// With `concurrency` runs in flight, one wake-up serves several runs, as on a busy server.
+fn cpu(
+    url: &str,
+    runs: usize,
+    rounds: usize,
+    concurrency: usize,
+    only: Option<&str>,
+) -> Result<(), String> {
     let runtime = runtime()?;
     let cases = match only {
         Some("all") => Case::ALL.to_vec(),
@@ -191,8 +204,16 @@ fn cpu(url: &str, runs: usize, rounds: usize, only: Option<&str>) -> Result<(), 
         for _ in 0..rounds {
             for (i, client) in clients.iter().enumerate() {
                 let (cpu_start, wall_start) = (cpu_time()?, Instant::now());
-                for _ in 0..per_round {
-                    client.run_once().await?;
+                if concurrency <= 1 {
+                    for _ in 0..per_round {
+                        client.run_once().await?;
+                    }
+                } else {
+                    futures_util::stream::iter(0..per_round)
+                        .map(|_| client.run_once())
+                        .buffer_unordered(concurrency)
+                        .try_for_each(|()| std::future::ready(Ok(())))
+                        .await?;
                 }
                 let cpu = cpu_time()?.saturating_sub(cpu_start);
                 cpu_us[i].push(cpu.as_secs_f64() * 1e6 / f64::from(per_round));

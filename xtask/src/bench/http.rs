@@ -1,9 +1,11 @@
-//! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]`: a
-//! two-step agent run (a tool call, then the answer) over loopback HTTP, through
-//! `Agent::run` and `Agent::stream_events`, beside bare reqwest sending the same two requests
-//! (the floor) and the Python original, all against one OpenAI-compatible mock in a process
-//! of its own; then 10,000 concurrent runs of each Rust client, each in a fresh process, for
-//! their peak memory. The benchmark is `benches/http-bench` (built in release).
+//! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]
+//! [--load N]`: a two-step agent run (a tool call, then the answer) over loopback HTTP,
+//! through `Agent::run` and `Agent::stream_events`, beside bare reqwest sending the same two
+//! requests (the floor) and the Python original, all against one OpenAI-compatible mock in a
+//! process of its own: one run at a time, then the Rust clients again with `--load` runs in
+//! flight at once (16 by default), as a busy server has; then 10,000 concurrent runs of each
+//! Rust client, each in a fresh process, for their peak memory. The benchmark is
+//! `benches/http-bench` (built in release).
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ struct Options {
     tasks: usize,
     delay_ms: u64,
     cpu: usize,
+    /// Runs in flight at once in the second CPU pass.
+    load: usize,
 }
 
 impl Options {
@@ -27,6 +31,7 @@ impl Options {
             tasks: 10_000,
             delay_ms: 1000,
             cpu: 0,
+            load: 16,
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
@@ -40,10 +45,11 @@ impl Options {
                 "--tasks" => options.tasks = value,
                 "--delay-ms" => options.delay_ms = value as u64,
                 "--cpu" => options.cpu = value,
+                "--load" => options.load = value,
                 other => {
                     return Err(format!(
                         "unknown option `{other}` (--runs, --python-runs, --tasks, --delay-ms, \
-                         --cpu)"
+                         --cpu, --load)"
                     ));
                 }
             }
@@ -141,6 +147,29 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
     for case in ["arun", "astream_events"] {
         cpu.push((case, parse_cpu(&python_lines, case)?));
     }
+    println!(
+        "\n==> CPU per run under load, {} runs per client, {} in flight at once",
+        options.runs, options.load
+    );
+    let load = options.load.to_string();
+    let lines = output(
+        &bin,
+        &[
+            "cpu",
+            &mock.url,
+            "--runs",
+            &runs,
+            "--cpu",
+            &cpu_arg,
+            "--concurrency",
+            &load,
+        ],
+    )?;
+    println!("{lines}");
+    let mut loaded = Vec::new();
+    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
+        loaded.push((case, parse_cpu(&lines, case)?));
+    }
     drop(mock);
 
     println!(
@@ -158,7 +187,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
         memory.push((case, parse_memory(&line, case)?));
     }
 
-    print_tables(&cpu, &memory);
+    print_tables(&cpu, &loaded, options.load, &memory);
     Ok(())
 }
 
@@ -251,20 +280,12 @@ fn label(case: &str) -> &'static str {
     }
 }
 
-/// The floor a case is held to.
-fn floor_of(case: &str) -> &'static str {
-    match case {
-        "run" | "floor_json" => "floor_json",
-        // The original's arun streams the model too.
-        _ => "floor_sse",
-    }
-}
-
-fn print_tables(cpu: &[(&str, PerRun)], memory: &[(&str, Memory)]) {
+/// CPU and wall time per run of each case, each against its floor.
+fn print_cpu_table(title: &str, cpu: &[(&str, PerRun)]) {
     let find = |case: &str| cpu.iter().find(|(c, _)| *c == case).map(|(_, f)| f);
     println!(
         "\n{:<40} {:>7} {:>12} {:>9} {:>13}",
-        "two-step run (tool call, answer)", "runs", "CPU µs/run", "/ floor", "wall µs/run"
+        title, "runs", "CPU µs/run", "/ floor", "wall µs/run"
     );
     for (case, figures) in cpu {
         let ratio = find(floor_of(case)).map_or(f64::NAN, |floor| figures.cpu_us / floor.cpu_us);
@@ -277,6 +298,26 @@ fn print_tables(cpu: &[(&str, PerRun)], memory: &[(&str, Memory)]) {
             figures.wall_us
         );
     }
+}
+
+/// The floor a case is held to.
+fn floor_of(case: &str) -> &'static str {
+    match case {
+        "run" | "floor_json" => "floor_json",
+        // The original's arun streams the model too.
+        _ => "floor_sse",
+    }
+}
+
+fn print_tables(
+    cpu: &[(&str, PerRun)],
+    loaded: &[(&str, PerRun)],
+    load: usize,
+    memory: &[(&str, Memory)],
+) {
+    print_cpu_table("two-step run (tool call, answer)", cpu);
+    print_cpu_table(&format!("the same, {load} runs in flight"), loaded);
+    let find = |case: &str| cpu.iter().find(|(c, _)| *c == case).map(|(_, f)| f);
     for (python, rust) in [("arun", "run"), ("astream_events", "stream_events")] {
         if let (Some(p), Some(r)) = (find(python), find(rust)) {
             println!(
