@@ -198,6 +198,10 @@ impl ContextPolicy {
 /// little longer than `limit`). Counts characters, not bytes.
 pub(crate) fn truncate(text: String, limit: Option<usize>) -> String {
     let Some(limit) = limit else { return text };
+    // No more characters than bytes: most results fit without being counted.
+    if text.len() <= limit {
+        return text;
+    }
     let len = text.chars().count();
     if len <= limit {
         return text;
@@ -258,6 +262,10 @@ mod tests {
         let cut = truncate(s, Some(6));
         assert_eq!(cut, "éééé\n... [4 characters elided] ...\néé");
         assert_eq!(truncate(text(10), None), text(10));
+        // At the limit, or more bytes than the limit but not more characters: kept whole.
+        assert_eq!(truncate(text(6), Some(6)), text(6));
+        assert_eq!(truncate("é".repeat(6), Some(6)), "é".repeat(6));
+        assert!(truncate(text(7), Some(6)).contains("[1 characters elided]"));
     }
 
     #[test]
