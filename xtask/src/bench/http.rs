@@ -13,6 +13,9 @@ use std::process::{Child, Command, Stdio};
 
 const PYTHON_BENCH: &str = "benches/http-bench/http_python.py";
 
+/// The Rust clients measured, each floor before the library path held to it.
+const RUST_CASES: [&str; 4] = ["floor_json", "run", "floor_sse", "stream_events"];
+
 struct Options {
     runs: usize,
     python_runs: usize,
@@ -136,7 +139,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
     )?;
     println!("{lines}");
     let mut cpu = Vec::new();
-    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
+    for case in RUST_CASES {
         cpu.push((case, parse_cpu(&lines, case)?));
     }
     let python_runs = options.python_runs.to_string();
@@ -167,7 +170,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
     )?;
     println!("{lines}");
     let mut loaded = Vec::new();
-    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
+    for case in RUST_CASES {
         loaded.push((case, parse_cpu(&lines, case)?));
     }
     drop(mock);
@@ -178,7 +181,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
     );
     let tasks = options.tasks.to_string();
     let mut memory = Vec::new();
-    for case in ["floor_json", "run", "floor_sse", "stream_events"] {
+    for case in RUST_CASES {
         // A fresh mock (a fresh port) per case: the last case's connections are still in
         // TIME_WAIT, and 10,000 of them would crowd the ephemeral ports of one address.
         let mock = Mock::start(&bin, options.delay_ms, None)?;
