@@ -132,16 +132,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
         "\n==> CPU per run, {} sequential runs per client, all on CPU {}, mock at {}",
         options.runs, options.cpu, mock.url
     );
-    let runs = options.runs.to_string();
-    let lines = output(
-        &bin,
-        &["cpu", &mock.url, "--runs", &runs, "--cpu", &cpu_arg],
-    )?;
-    println!("{lines}");
-    let mut cpu = Vec::new();
-    for case in RUST_CASES {
-        cpu.push((case, parse_cpu(&lines, case)?));
-    }
+    let mut cpu = rust_cpu(&bin, &mock.url, &options, 1)?;
     let python_runs = options.python_runs.to_string();
     let python_args = [PYTHON_BENCH, &mock.url, &python_runs, &cpu_arg];
     println!("\n==> {} {}", python.display(), python_args.join(" "));
@@ -154,25 +145,7 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
         "\n==> CPU per run under load, {} runs per client, {} in flight at once",
         options.runs, options.load
     );
-    let load = options.load.to_string();
-    let lines = output(
-        &bin,
-        &[
-            "cpu",
-            &mock.url,
-            "--runs",
-            &runs,
-            "--cpu",
-            &cpu_arg,
-            "--concurrency",
-            &load,
-        ],
-    )?;
-    println!("{lines}");
-    let mut loaded = Vec::new();
-    for case in RUST_CASES {
-        loaded.push((case, parse_cpu(&lines, case)?));
-    }
+    let loaded = rust_cpu(&bin, &mock.url, &options, options.load)?;
     drop(mock);
 
     println!(
@@ -192,6 +165,33 @@ pub(super) fn http(args: &[String]) -> Result<(), String> {
 
     print_tables(&cpu, &loaded, options.load, &memory);
     Ok(())
+}
+
+/// One CPU pass of the Rust clients, `concurrency` runs in flight at once.
+fn rust_cpu(
+    bin: &Path,
+    url: &str,
+    options: &Options,
+    concurrency: usize,
+) -> Result<Vec<(&'static str, PerRun)>, String> {
+    let (runs, cpu) = (options.runs.to_string(), options.cpu.to_string());
+    let concurrency = concurrency.to_string();
+    let args = [
+        "cpu",
+        url,
+        "--runs",
+        &runs,
+        "--cpu",
+        &cpu,
+        "--concurrency",
+        &concurrency,
+    ];
+    let lines = output(bin, &args)?;
+    println!("{lines}");
+    RUST_CASES
+        .into_iter()
+        .map(|case| Ok((case, parse_cpu(&lines, case)?)))
+        .collect()
 }
 
 /// Builds the benchmark in release. `cargo xtask` runs under `cargo run`, which sets
