@@ -96,6 +96,9 @@ pub(crate) fn chat_span(names: &ModelNames, settings: &ModelSettings) -> Span {
 
 /// What the model answered: its id and model when the vendor said, why it stopped, usage.
 pub(crate) fn record_response(span: &Span, response: &CompletionResponse) {
+    if span.is_disabled() {
+        return;
+    }
     if let Some(id) = response.id() {
         span.record("gen_ai.response.id", id);
     }

@@ -1,6 +1,7 @@
 //! One run of the loop (spec §6.2): settle a resumed pause, then up to `Budget::steps`
 //! model calls, each followed by a round of the tool calls it asked for.
 
+use std::borrow::Cow;
 use std::sync::{Arc, PoisonError};
 
 use futures_util::StreamExt as _;
@@ -203,10 +204,12 @@ impl AgentInner {
                 return Ok(spent.finish(transcript, "", reason, Vec::new()));
             }
             spent.tool_calls += calls.len();
-            let request = Message::assistant(content).with_tool_calls(calls.clone());
-            Arc::make_mut(&mut transcript).push(request);
-            let round = self.tool_round(calls, finish_reason, &mut transcript, &ctx, mode, events);
-            if let Some(pending) = Box::pin(round).await {
+            // The turn is recorded first; the round reads its calls from there.
+            Arc::make_mut(&mut transcript).push(Message::assistant(content).with_tool_calls(calls));
+            let round = Box::pin(self.tool_round(finish_reason, &transcript, &ctx, mode, events));
+            let (results, pending) = round.await;
+            record_in_order(&mut transcript, results);
+            if let Some(pending) = pending {
                 return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
             }
             if let Some(middleware) = &self.middleware
@@ -369,35 +372,38 @@ impl AgentInner {
         verdict.ok().map(|()| value)
     }
 
-    /// One round of tool calls: middleware, then permissions, then dispatch. Returns the
-    /// calls to pause on, if any.
+    /// One round of tool calls, those of the transcript's last message: middleware, then
+    /// permissions, then dispatch. Returns each call's result, in call order, to record,
+    /// and the calls to pause on, if any.
     async fn tool_round(
         &self,
-        calls: Vec<ToolCall>,
         finish_reason: FinishReason,
-        transcript: &mut Transcript,
+        transcript: &Transcript,
         ctx: &Ctx,
         mode: ToolMode,
         events: &Events<'_>,
-    ) -> Option<Vec<PendingHumanInput>> {
+    ) -> (Vec<Option<Content>>, Option<Vec<PendingHumanInput>>) {
+        let calls = transcript.last().map_or(&[][..], |m| &m.tool_calls[..]);
         let mut results: Vec<Option<Content>> = vec![None; calls.len()];
-        let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
-        let mut asks: Vec<(usize, ToolCall)> = Vec::new();
-        for (i, call) in calls.into_iter().enumerate() {
-            if let Some(problem) = unreadable_arguments(&call, finish_reason) {
+        let mut runs: Vec<(usize, Cow<'_, ToolCall>, Gate)> = Vec::new();
+        let mut asks: Vec<(usize, Cow<'_, ToolCall>)> = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            if let Some(problem) = unreadable_arguments(call, finish_reason) {
                 // Nothing the model did not send is run: no middleware, no policy, no tool.
                 results[i] = Some(problem.into());
                 continue;
             }
+            // A middleware may rewrite the call, so it gets its own copy; without one the
+            // call is run as the transcript holds it.
             let call = match &self.middleware {
-                Some(middleware) => match middleware.before_tool(call) {
-                    Some(call) => call,
+                Some(middleware) => match middleware.before_tool(call.clone()) {
+                    Some(call) => Cow::Owned(call),
                     None => {
                         results[i] = Some(REFUSED_BY_MIDDLEWARE.into());
                         continue;
                     }
                 },
-                None => call,
+                None => Cow::Borrowed(call),
             };
             match self.decide(&call) {
                 Decision::Deny => results[i] = Some(DENIED_BY_POLICY.into()),
@@ -413,8 +419,8 @@ impl AgentInner {
             for (i, _, _) in &runs {
                 results[*i] = Some(NOT_RUN_PAUSED.into());
             }
-            record_in_order(transcript, results);
-            return Some(asks.into_iter().map(|(_, call)| approval(call)).collect());
+            let pending = asks.into_iter().map(|(_, call)| approval(call.into_owned()));
+            return (results, Some(pending.collect()));
         }
 
         let outcomes = self.dispatch(&runs, transcript, ctx, mode, events).await;
@@ -422,17 +428,10 @@ impl AgentInner {
         for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
             match outcome {
                 Outcome::Finished(content) => results[i] = Some(content),
-                Outcome::Question(question) => questions.push(PendingHumanInput {
-                    call_id: call.id,
-                    name: call.name,
-                    question,
-                    arguments: None,
-                    approved: None,
-                }),
+                Outcome::Question(question) => questions.push(question_for(&call, question)),
             }
         }
-        record_in_order(transcript, results);
-        (!questions.is_empty()).then_some(questions)
+        (results, (!questions.is_empty()).then_some(questions))
     }
 
     /// What the policy says about a call; with no policy or no matching rule, the tool's own
@@ -450,7 +449,7 @@ impl AgentInner {
     /// Runs calls, concurrently or one at a time, reporting events; outcomes in call order.
     async fn dispatch(
         &self,
-        runs: &[(usize, ToolCall, Gate)],
+        runs: &[(usize, Cow<'_, ToolCall>, Gate)],
         transcript: &Transcript,
         ctx: &Ctx,
         mode: ToolMode,
@@ -592,7 +591,7 @@ impl AgentInner {
             )));
         }
         let mut results: Vec<(ToolCall, Option<Content>)> = Vec::new();
-        let mut runs: Vec<(usize, ToolCall, Gate)> = Vec::new();
+        let mut runs: Vec<(usize, Cow<'_, ToolCall>, Gate)> = Vec::new();
         for (i, pending) in approvals.into_iter().enumerate() {
             let mut call = ToolCall::new(
                 pending.name,
@@ -600,7 +599,7 @@ impl AgentInner {
             );
             call.id = pending.call_id;
             if pending.approved == Some(true) {
-                runs.push((i, call.clone(), Gate::Open));
+                runs.push((i, Cow::Owned(call.clone()), Gate::Open));
                 results.push((call, None));
             } else {
                 results.push((call, Some(DENIED_BY_USER.into())));
@@ -611,13 +610,7 @@ impl AgentInner {
         for ((i, call, _), outcome) in runs.into_iter().zip(outcomes) {
             match outcome {
                 Outcome::Finished(content) => results[i].1 = Some(content),
-                Outcome::Question(question) => questions.push(PendingHumanInput {
-                    call_id: call.id,
-                    name: call.name,
-                    question,
-                    arguments: None,
-                    approved: None,
-                }),
+                Outcome::Question(question) => questions.push(question_for(&call, question)),
             }
         }
         let messages = results
@@ -669,6 +662,17 @@ fn record_not_run(transcript: &mut Transcript, content: Content, calls: &[ToolCa
     let transcript = Arc::make_mut(transcript);
     transcript.push(Message::assistant(content).with_tool_calls(calls.to_vec()));
     transcript.extend(calls.iter().map(|call| tool_message(call, NOT_RUN_BUDGET)));
+}
+
+/// A pause on a question a running tool asked a human.
+fn question_for(call: &ToolCall, question: String) -> PendingHumanInput {
+    PendingHumanInput {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        question,
+        arguments: None,
+        approved: None,
+    }
 }
 
 /// An approval pause for a gated call, asking in plain words with the arguments as JSON.

@@ -29,6 +29,9 @@ pub(crate) enum Gate {
     Open,
 }
 
+/// Up to this many tools, a name is looked up by comparing it with each.
+const SCANNED: usize = 8;
+
 /// The tools an agent may call, by name, in registration order.
 ///
 /// Registering the same tool twice is fine; a *different* tool under a taken name is an
@@ -122,12 +125,12 @@ impl Toolbox {
 
     /// The tool registered as `name`, if any.
     pub fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.index.get(name).map(|&at| &self.tools[at])
+        self.find(name).map(|at| &self.tools[at])
     }
 
     /// True when a tool is registered as `name`.
     pub fn contains(&self, name: &str) -> bool {
-        self.index.contains_key(name)
+        self.find(name).is_some()
     }
 
     /// The registered names, in registration order.
@@ -280,8 +283,18 @@ impl Toolbox {
             .map_err(|error| error.for_tool(name))
     }
 
+    /// Where the tool named `name` is. A few names are compared in turn, which is quicker
+    /// than hashing the name and touches less code; a large toolbox uses its index.
+    fn find(&self, name: &str) -> Option<usize> {
+        if self.specs.len() <= SCANNED {
+            self.specs.iter().position(|spec| spec.name == name)
+        } else {
+            self.index.get(name).copied()
+        }
+    }
+
     fn position(&self, name: &str) -> Result<usize, ToolError> {
-        self.index.get(name).copied().ok_or_else(|| {
+        self.find(name).ok_or_else(|| {
             let available: Vec<&str> = self.names().collect();
             ToolError::not_found(name, &available)
         })
@@ -443,5 +456,37 @@ mod tests {
         assert_eq!(text.ok().as_deref(), Some("acme"));
         let text = block_on(tools.call("tenant", json!({})));
         assert_eq!(text.ok().as_deref(), Some("{}"));
+    }
+
+    /// Small toolboxes are scanned, large ones use the index: every size finds each tool
+    /// under its own name, and no other.
+    #[test]
+    fn each_tool_is_found_under_its_name_in_small_and_large_toolboxes() {
+        for size in [1, super::SCANNED, super::SCANNED + 1, 3 * super::SCANNED] {
+            let names: Vec<String> = (0..size).map(|i| format!("tool_{i}")).collect();
+            let mut builder = Toolbox::builder();
+            for (i, name) in names.iter().enumerate() {
+                builder = builder.tool(Echo::new(name, i % 2 == 1));
+            }
+            let tools = builder.build().unwrap_or_else(|e| panic!("{e}"));
+            for (i, name) in names.iter().enumerate() {
+                let spec = tools.get(name).unwrap_or_else(|e| panic!("{size}: {e}"));
+                assert_eq!((&spec.name, spec.requires_approval), (name, i % 2 == 1));
+                assert!(tools.contains(name));
+                let tool = tools.tool(name).map(|t| t.spec().name.clone());
+                assert_eq!(tool.as_deref(), Some(name.as_str()));
+                let text = block_on(tools.call_content_with(
+                    name,
+                    None,
+                    json!({"i": i}),
+                    &Ctx::new(),
+                    Gate::Open,
+                ));
+                let text = text.map(|c| c.text().into_owned()).ok();
+                assert_eq!(text, Some(format!("{{\"i\":{i}}}")));
+            }
+            assert!(!tools.contains("tool_"));
+            assert!(tools.get("tool").is_err_and(|e| e.is_not_found()));
+        }
     }
 }
