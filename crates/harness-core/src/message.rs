@@ -88,7 +88,15 @@ impl Content {
     /// Builds content from blocks, merging adjacent text and keeping text-only content as a
     /// plain string.
     pub fn from_blocks(blocks: impl IntoIterator<Item = Block>) -> Self {
-        let mut merged = merge_blocks(blocks);
+        // Most turns hold one text block or none: kept as they are, without a merge.
+        let mut blocks = blocks.into_iter();
+        let (first, second) = match (blocks.next(), blocks.next()) {
+            (None, _) => return Self::Text(String::new()),
+            (Some(Block::Text(text)), None) => return Self::Text(text.text),
+            (Some(block), None) => return Self::Blocks(vec![block]),
+            (Some(first), Some(second)) => (first, second),
+        };
+        let mut merged = merge_blocks([first, second].into_iter().chain(blocks));
         match merged.as_slice() {
             [] => Self::Text(String::new()),
             [Block::Text(_)] => match merged.pop() {
@@ -385,6 +393,34 @@ mod tests {
 
     fn value(m: &Message) -> Value {
         m.to_value()
+    }
+
+    #[test]
+    fn content_from_blocks_keeps_one_text_as_text_and_merges_the_rest() {
+        let text = |t: &str| Block::text(t);
+        let image = || Block::from(Image::from_url("u"));
+        assert_eq!(Content::from_blocks([]), Content::Text(String::new()));
+        assert_eq!(
+            Content::from_blocks([text("hi")]),
+            Content::Text("hi".into())
+        );
+        assert_eq!(
+            Content::from_blocks([image()]),
+            Content::Blocks(vec![image()])
+        );
+        assert_eq!(
+            Content::from_blocks([text("a"), text("b"), text("c")]),
+            Content::Text("abc".into())
+        );
+        assert_eq!(
+            Content::from_blocks(vec![text("a"), image(), text("b"), text("c")]),
+            Content::Blocks(vec![text("a"), image(), text("bc")])
+        );
+        let thinking = Block::from(Thinking::new("hm"));
+        assert_eq!(
+            Content::from_blocks([thinking.clone(), text("a"), text("b")]),
+            Content::Blocks(vec![thinking, text("ab")])
+        );
     }
 
     #[test]

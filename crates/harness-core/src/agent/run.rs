@@ -419,7 +419,9 @@ impl AgentInner {
             for (i, _, _) in &runs {
                 results[*i] = Some(NOT_RUN_PAUSED.into());
             }
-            let pending = asks.into_iter().map(|(_, call)| approval(call.into_owned()));
+            let pending = asks
+                .into_iter()
+                .map(|(_, call)| approval(call.into_owned()));
             return (results, Some(pending.collect()));
         }
 
