@@ -88,13 +88,31 @@ impl Text {
 /// `signature` is Anthropic's attestation of the reasoning; it is replayed unmodified with
 /// the turn, because Anthropic requires it back after a tool call. Unsigned thinking is left
 /// out of what is sent to Anthropic.
+///
+/// Reasoning the vendor's safety systems encrypted (Anthropic's `redacted_thinking`) has no
+/// text: it holds the vendor's opaque `redacted` data, which is replayed unmodified the same
+/// way. Built with [`Thinking::new`], [`Thinking::signed`] or [`Thinking::redacted`]; more
+/// fields may come, so it is not built field by field.
+///
+/// A signature or redacted data means something only to the vendor that made it: `provider`
+/// names it (`"anthropic"`, `"gemini"`), and a request to another vendor leaves them out, so
+/// a transcript can move between vendors (a fallback model, a resumed run). Reasoning with
+/// no `provider` is sent wherever it fits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Thinking {
-    /// The reasoning text.
+    /// The reasoning text (empty when the reasoning is redacted).
     pub text: String,
     /// The vendor's signature over it, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The vendor's encrypted form of reasoning it did not show, when it redacted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    /// The wire format of the vendor whose model reasoned (`"anthropic"`, `"gemini"`), when
+    /// a provider read it from an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 impl Thinking {
@@ -103,6 +121,8 @@ impl Thinking {
         Self {
             text: text.into(),
             signature: None,
+            redacted: None,
+            provider: None,
         }
     }
 
@@ -111,7 +131,32 @@ impl Thinking {
         Self {
             text: text.into(),
             signature: Some(signature.into()),
+            redacted: None,
+            provider: None,
         }
+    }
+
+    /// Reasoning the vendor redacted: no text, only its opaque `data`, sent back as it came.
+    pub fn redacted(data: impl Into<String>) -> Self {
+        Self {
+            text: String::new(),
+            signature: None,
+            redacted: Some(data.into()),
+            provider: None,
+        }
+    }
+
+    /// The same reasoning, marked as made by `provider`'s models.
+    #[must_use]
+    pub fn from_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// True when `provider` may be sent this reasoning's signature or redacted data: it
+    /// made them, or no one is named.
+    pub fn is_for(&self, provider: &str) -> bool {
+        self.provider.as_deref().is_none_or(|p| p == provider)
     }
 }
 
@@ -405,8 +450,12 @@ pub fn merge_blocks(blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
     for block in blocks {
         match (merged.last_mut(), block) {
             (Some(Block::Text(last)), Block::Text(next)) => last.text.push_str(&next.text),
+            // Redacted reasoning is opaque: each block stays whole and apart.
             (Some(Block::Thinking(last)), Block::Thinking(next))
-                if last.signature == next.signature =>
+                if last.signature == next.signature
+                    && last.provider == next.provider
+                    && last.redacted.is_none()
+                    && next.redacted.is_none() =>
             {
                 last.text.push_str(&next.text);
             }
@@ -519,6 +568,34 @@ mod tests {
         );
         assert_eq!(text_of(&merged), "abc");
         assert_eq!(thinking_of(&merged), "xyz");
+    }
+
+    #[test]
+    fn redacted_thinking_is_never_merged_and_round_trips_its_data() {
+        let merged = merge_blocks(vec![
+            Thinking::new("x").into(),
+            Thinking::redacted("AAA").into(),
+            Thinking::redacted("BBB").into(),
+            Thinking::new("y").into(),
+        ]);
+        assert_eq!(
+            merged,
+            vec![
+                Thinking::new("x").into(),
+                Thinking::redacted("AAA").into(),
+                Thinking::redacted("BBB").into(),
+                Thinking::new("y").into(),
+            ]
+        );
+        assert_eq!(thinking_of(&merged), "xy");
+        let block = Block::from(Thinking::redacted("AAA"));
+        let json = serde_json::to_value(&block).unwrap_or_default();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "thinking", "text": "", "redacted": "AAA"})
+        );
+        let back: Block = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, block);
     }
 
     #[test]

@@ -483,9 +483,16 @@ fn blocks(content: &Content) -> impl Iterator<Item = BlockWire<'_>> {
         Some(match block {
             Block::Text(t) if t.text.is_empty() => return None,
             Block::Text(t) => BlockWire::Text { text: &t.text },
+            // Another vendor's signature or data would be refused: its reasoning stays out.
+            Block::Thinking(thinking) if !thinking.is_for(THINKING_FORMAT) => return None,
+            Block::Thinking(Thinking {
+                redacted: Some(data),
+                ..
+            }) => BlockWire::RedactedThinking { data },
             Block::Thinking(Thinking {
                 text,
                 signature: Some(signature),
+                ..
             }) => BlockWire::Thinking {
                 thinking: text,
                 signature,
@@ -511,6 +518,9 @@ fn image_source(image: &Image) -> Source<'_> {
     }
 }
 
+/// The [`Thinking::provider`] of reasoning read from, and sent back to, the Messages API.
+const THINKING_FORMAT: &str = "anthropic";
+
 /// One content block as sent.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -521,6 +531,10 @@ enum BlockWire<'a> {
     Thinking {
         thinking: &'a str,
         signature: &'a str,
+    },
+    /// Reasoning Anthropic encrypted, sent back as it came.
+    RedactedThinking {
+        data: &'a str,
     },
     Image {
         source: Source<'a>,
@@ -547,7 +561,8 @@ enum Source<'a> {
 fn stop_reason(value: &str) -> FinishReason {
     match value {
         "end_turn" | "stop_sequence" | "tool_use" => FinishReason::Stop,
-        "max_tokens" => FinishReason::Length,
+        // Cut at the output limit, or at the context window's end.
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
         "refusal" => FinishReason::Filtered,
         _ => FinishReason::Other,
     }
@@ -609,6 +624,9 @@ struct BlockIn<'a> {
     thinking: Text<'a>,
     #[serde(borrow, default)]
     signature: Text<'a>,
+    /// A `redacted_thinking` block's encrypted reasoning.
+    #[serde(borrow, default)]
+    data: Text<'a>,
 }
 
 #[derive(Deserialize)]
@@ -686,6 +704,8 @@ enum Slot {
         text: String,
         signature: Option<String>,
     },
+    /// A `redacted_thinking` block: its data, whole at its start.
+    Redacted(String),
     Tool {
         id: String,
         name: String,
@@ -818,6 +838,11 @@ impl<'v> MessagesAccumulator<'v> {
                         .map(|s| s.0.into_owned()),
                 }
             }
+            // Kept to be sent back: Anthropic refuses a tool turn's replay without it.
+            Some("redacted_thinking") => match block.data {
+                Some(data) => Slot::Redacted(data.0.into_owned()),
+                None => return,
+            },
             _ => return, // server-side tool blocks are the vendor's business
         };
         self.slots.push((index, slot));
@@ -933,7 +958,12 @@ impl Accumulator for MessagesAccumulator<'_> {
         let mut last_whole = false;
         for (_, slot) in slots {
             match slot {
-                Slot::Content { text, .. } if text.is_empty() => {}
+                // Signed reasoning is kept even without text: the signature is what counts.
+                Slot::Content {
+                    thinking,
+                    text,
+                    signature,
+                } if text.is_empty() && !(thinking && signature.is_some()) => {}
                 Slot::Content {
                     thinking: false,
                     text,
@@ -943,7 +973,16 @@ impl Accumulator for MessagesAccumulator<'_> {
                     thinking: true,
                     text,
                     signature,
-                } => blocks.push(Block::from(Thinking { text, signature })),
+                } => blocks.push(Block::from(
+                    match signature {
+                        Some(signature) => Thinking::signed(text, signature),
+                        None => Thinking::new(text),
+                    }
+                    .from_provider(THINKING_FORMAT),
+                )),
+                Slot::Redacted(data) => blocks.push(Block::from(
+                    Thinking::redacted(data).from_provider(THINKING_FORMAT),
+                )),
                 Slot::Tool { name, .. } if name.is_empty() => {}
                 Slot::Tool {
                     id,

@@ -483,14 +483,20 @@ impl Serialize for Responses<'_> {
     }
 }
 
+/// The [`Thinking::provider`] of reasoning read from, and sent back to, Gemini.
+const THINKING_FORMAT: &str = "gemini";
+
 /// The first thought signature of a turn, kept as a signed thinking block.
 fn signature_of(content: &Content) -> Option<&str> {
     match content {
         Content::Text(_) => None,
         Content::Blocks(blocks) => blocks.iter().find_map(|b| match b {
-            Block::Thinking(Thinking {
-                signature: Some(s), ..
-            }) => Some(s.as_str()),
+            // Another vendor's signature would be refused.
+            Block::Thinking(
+                thinking @ Thinking {
+                    signature: Some(s), ..
+                },
+            ) if thinking.is_for(THINKING_FORMAT) => Some(s.as_str()),
             _ => None,
         }),
     }
@@ -850,10 +856,15 @@ impl Accumulator for ContentAccumulator<'_> {
         }
         let mut blocks: Vec<Block> = Vec::new();
         if let Some(signature) = self.signature.take() {
-            blocks.push(Thinking::signed("", signature).into());
+            blocks.push(
+                Thinking::signed("", signature)
+                    .from_provider(THINKING_FORMAT)
+                    .into(),
+            );
         }
         if !self.thinking.is_empty() {
-            blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into());
+            let thinking = Thinking::new(std::mem::take(&mut self.thinking));
+            blocks.push(thinking.from_provider(THINKING_FORMAT).into());
         }
         if !self.text.is_empty() {
             blocks.push(Block::text(std::mem::take(&mut self.text)));

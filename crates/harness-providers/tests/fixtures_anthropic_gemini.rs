@@ -56,7 +56,9 @@ async fn anthropic_nonstream_thinking_with_signature_then_tool_use() {
     assert_eq!(
         response.blocks(),
         &[
-            Thinking::signed(thinking, signature).into(),
+            Thinking::signed(thinking, signature)
+                .from_provider("anthropic")
+                .into(),
             Block::text(
                 "I'll help you find the largest city in your country. First, let me determine which country you're from."
             ),
@@ -106,7 +108,9 @@ async fn anthropic_stream_thinking_then_signature_then_text() {
     assert_eq!(
         response.blocks(),
         &[
-            Thinking::signed(thinking.clone(), signature).into(),
+            Thinking::signed(thinking.clone(), signature)
+                .from_provider("anthropic")
+                .into(),
             Block::text(text_of(path, "text"))
         ]
     );
@@ -339,7 +343,11 @@ async fn gemini_function_call_with_thought_signature() {
     );
     assert_eq!(
         response.blocks(),
-        &[Thinking::signed("", part["thoughtSignature"].as_str().unwrap()).into()]
+        &[
+            Thinking::signed("", part["thoughtSignature"].as_str().unwrap())
+                .from_provider("gemini")
+                .into()
+        ]
     );
     assert_eq!(response.content(), "");
     assert_eq!(

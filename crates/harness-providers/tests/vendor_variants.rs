@@ -1,7 +1,8 @@
 //! What other servers of a vendor's format send that the recordings do not: content as a
 //! list of parts (Mistral's reasoning models), OpenAI's refusals, tool calls sent whole
-//! without ids, a tool_use whose input comes whole at its start, a JSON error answering a
-//! stream request. Each must be read, not dropped, and never turned into invented arguments.
+//! without ids, a tool_use whose input comes whole at its start, Anthropic's redacted
+//! thinking, a JSON error answering a stream request. Each must be read, not dropped, and
+//! never turned into invented arguments.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,7 +11,7 @@ mod support;
 use harness_core::Request;
 
 use harness_core::{Block, LlmEvent, Message, ProviderErrorKind, Thinking};
-use harness_providers::{OpenAi, StreamFormat, decode_stream};
+use harness_providers::{Anthropic, OpenAi, StreamFormat, decode_stream};
 use serde_json::json;
 use support::{Reply, Server};
 
@@ -100,6 +101,113 @@ fn a_tool_use_whose_input_comes_whole_at_its_start_keeps_it() {
     assert_eq!(call.id.as_deref(), Some("t1"));
     assert_eq!(call.arguments["city"], "Oslo");
     assert!(call.raw_arguments.is_none());
+}
+
+/// Anthropic's `redacted_thinking` (the shape its extended-thinking documentation gives; no
+/// recording here has one): kept as a redacted [`Thinking`] in its place among the turn's
+/// blocks, answer or stream, and sent back unmodified when the turn is replayed, since
+/// Anthropic refuses a tool turn's replay that leaves its reasoning out.
+#[test]
+fn anthropic_redacted_thinking_is_kept_and_sent_back_as_it_came() {
+    let data = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP";
+    let answer = json!({
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-3-7-sonnet",
+        "content": [
+            {"type": "thinking", "thinking": "Weather first.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": data},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+        ],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 20}
+    });
+    let expected = [
+        Block::from(Thinking::signed("Weather first.", "sig-1").from_provider("anthropic")),
+        Block::from(Thinking::redacted(data).from_provider("anthropic")),
+    ];
+    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    assert_eq!(response.blocks(), expected);
+    assert_eq!(response.thinking(), "Weather first.");
+    assert_eq!(response.tool_calls()[0].arguments["city"], "Oslo");
+
+    // The same streamed: the redacted block comes whole at its start, with no deltas.
+    let body = format!(
+        "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_01\",\"usage\":{{\"input_tokens\":10}}}}}}\n\n\
+         event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}}}\n\n\
+         event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"thinking_delta\",\"thinking\":\"Weather first.\"}}}}\n\n\
+         event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"signature_delta\",\"signature\":\"sig-1\"}}}}\n\n\
+         event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+         event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{{\"type\":\"redacted_thinking\",\"data\":\"{data}\"}}}}\n\n\
+         event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":1}}\n\n\
+         event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{{}}}}}}\n\n\
+         event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":2,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{\\\"city\\\":\\\"Oslo\\\"}}\"}}}}\n\n\
+         event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":2}}\n\n\
+         event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"tool_use\"}},\"usage\":{{\"output_tokens\":20}}}}\n\n\
+         event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+    );
+    let (events, streamed) = decode(StreamFormat::Anthropic, &body);
+    assert_eq!(streamed.blocks(), expected);
+    assert_eq!(streamed.tool_calls(), response.tool_calls());
+    assert_eq!(events, [LlmEvent::ThinkingDelta("Weather first.".into())]);
+
+    // Replayed: both reasoning blocks, in order, before the call; the data byte for byte.
+    let model = Anthropic::builder("claude-3-7-sonnet")
+        .api_key("k")
+        .build()
+        .unwrap();
+    let turn = Message::assistant(harness_core::Content::from_blocks(expected.clone()))
+        .with_tool_calls(response.tool_calls().to_vec());
+    let result = Message::tool("Sunny", "get_weather").with_call_id("toolu_1");
+    let messages = [Message::user("Weather in Oslo?"), turn, result];
+    let body = model.request_body(&Request::new(&messages), false);
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "Weather first.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": data},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}
+        ])
+    );
+}
+
+/// A signed thinking block whose text is not shown still carries the signature Anthropic
+/// needs back: it is kept; an unsigned empty one is nothing and is dropped.
+#[test]
+fn anthropic_signed_thinking_without_text_is_kept() {
+    let answer = json!({
+        "content": [
+            {"type": "thinking", "thinking": "", "signature": "sig-2"},
+            {"type": "thinking", "thinking": ""},
+            {"type": "text", "text": "Done."}
+        ],
+        "stop_reason": "end_turn"
+    });
+    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    assert_eq!(
+        response.blocks(),
+        [
+            Block::from(Thinking::signed("", "sig-2").from_provider("anthropic")),
+            Block::text("Done.")
+        ]
+    );
+}
+
+/// Every stop reason Anthropic documents, as the finish reason the loop acts on.
+#[test]
+fn anthropic_stop_reasons_map_to_finish_reasons() {
+    use harness_core::FinishReason;
+    for (stop, finish) in [
+        ("end_turn", FinishReason::Stop),
+        ("stop_sequence", FinishReason::Stop),
+        ("tool_use", FinishReason::Stop),
+        ("max_tokens", FinishReason::Length),
+        ("model_context_window_exceeded", FinishReason::Length),
+        ("refusal", FinishReason::Filtered),
+        ("pause_turn", FinishReason::Other),
+    ] {
+        let answer = json!({"content": [{"type": "text", "text": "x"}], "stop_reason": stop});
+        let response = harness_providers::parse::anthropic(&answer).unwrap();
+        assert_eq!(response.finish_reason(), finish, "{stop}");
+    }
 }
 
 #[tokio::test]

@@ -259,3 +259,76 @@ fn gemini_sends_a_tool_results_image_as_an_inline_part_beside_its_response() {
         ]})
     );
 }
+
+/// A tool turn as a transcript holds it after `reasoning`, asking for `get_weather`.
+fn turn_after(reasoning: Vec<Block>) -> [Message; 3] {
+    let call = harness_core::ToolCall::new("get_weather", json!({"city": "Oslo"})).with_id("c1");
+    [
+        Message::user("Weather in Oslo?"),
+        Message::assistant(harness_core::Content::Blocks(reasoning)).with_tool_calls(vec![call]),
+        Message::tool("Sunny", "get_weather").with_call_id("c1"),
+    ]
+}
+
+/// A transcript moves between vendors (a fallback model, a resumed run): each vendor's
+/// reasoning signature or redacted data goes back to that vendor only, since another would
+/// refuse it; reasoning that names no vendor goes wherever it fits.
+#[test]
+fn reasoning_signatures_go_back_only_to_the_vendor_that_made_them() {
+    let anthropic = Anthropic::builder("m").api_key("k").build().unwrap();
+    let gemini = harness_providers::Gemini::builder("m")
+        .api_key("k")
+        .build()
+        .unwrap();
+    let claude_made = vec![
+        Thinking::signed("Weather first.", "claude-sig")
+            .from_provider("anthropic")
+            .into(),
+        Thinking::redacted("claude-data")
+            .from_provider("anthropic")
+            .into(),
+    ];
+    let gemini_made = vec![
+        Thinking::signed("", "gemini-sig")
+            .from_provider("gemini")
+            .into(),
+    ];
+    let unnamed = vec![Thinking::signed("Weather first.", "sig").into()];
+    let tool_use =
+        json!({"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Oslo"}});
+    let function_call =
+        json!({"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}, "id": "c1"}});
+
+    let to_claude = |reasoning| {
+        let messages = turn_after(reasoning);
+        anthropic.request_body(&Request::new(&messages), false)["messages"][1]["content"].clone()
+    };
+    let to_gemini = |reasoning| {
+        let messages = turn_after(reasoning);
+        gemini.request_body(&Request::new(&messages)).unwrap()["contents"][1]["parts"].clone()
+    };
+
+    assert_eq!(
+        to_claude(claude_made.clone()),
+        json!([
+            {"type": "thinking", "thinking": "Weather first.", "signature": "claude-sig"},
+            {"type": "redacted_thinking", "data": "claude-data"},
+            tool_use
+        ])
+    );
+    assert_eq!(to_claude(gemini_made.clone()), json!([tool_use]));
+    assert_eq!(
+        to_claude(unnamed.clone()),
+        json!([
+            {"type": "thinking", "thinking": "Weather first.", "signature": "sig"},
+            tool_use
+        ])
+    );
+
+    let mut signed_call = function_call.clone();
+    signed_call["thoughtSignature"] = json!("gemini-sig");
+    assert_eq!(to_gemini(gemini_made), json!([signed_call]));
+    assert_eq!(to_gemini(claude_made), json!([function_call]));
+    signed_call["thoughtSignature"] = json!("sig");
+    assert_eq!(to_gemini(unnamed), json!([signed_call]));
+}
