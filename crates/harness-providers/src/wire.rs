@@ -135,9 +135,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 pub(crate) type Text<'a> = Option<Str<'a>>;
 
 /// Keeps the first value a stream reports (a response's id or model, sent on every chunk),
-/// copying it once.
+/// copying it once. An empty one says nothing: Azure's first chunk, its prompt filter
+/// results, has `"id": ""` and `"model": ""`, and the real ones come after.
 pub(crate) fn keep_first(slot: &mut Option<String>, seen: Option<&Str<'_>>) {
-    if let (None, Some(value)) = (&*slot, seen) {
+    if let (None, Some(value)) = (&*slot, seen.filter(|value| !value.is_empty())) {
         *slot = Some(value.to_string());
     }
 }

@@ -103,6 +103,39 @@ fn a_tool_use_whose_input_comes_whole_at_its_start_keeps_it() {
     assert!(call.raw_arguments.is_none());
 }
 
+/// Azure OpenAI's stream (the shape of its content-filtering documentation): a first chunk
+/// of prompt filter results with no choices and an empty id and model, filter results on
+/// every choice, and OpenAI's `obfuscation` padding. The id and model are the real ones.
+#[test]
+fn an_azure_stream_takes_its_id_and_model_from_the_chunks_that_have_them() {
+    let body = "data: {\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\",\"prompt_filter_results\":[{\"prompt_index\":0,\"content_filter_results\":{\"hate\":{\"filtered\":false,\"severity\":\"safe\"}}}]}\n\n\
+                data: {\"choices\":[{\"content_filter_results\":{},\"delta\":{\"content\":\"\",\"role\":\"assistant\",\"refusal\":null},\"finish_reason\":null,\"index\":0,\"logprobs\":null}],\"created\":1,\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\",\"object\":\"chat.completion.chunk\",\"system_fingerprint\":\"fp\",\"obfuscation\":\"xyz\"}\n\n\
+                data: {\"choices\":[{\"content_filter_results\":{\"hate\":{\"filtered\":false,\"severity\":\"safe\"}},\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null,\"index\":0,\"logprobs\":null}],\"created\":1,\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\",\"object\":\"chat.completion.chunk\",\"obfuscation\":\"q\"}\n\n\
+                data: {\"choices\":[{\"content_filter_results\":{},\"delta\":{},\"finish_reason\":\"stop\",\"index\":0,\"logprobs\":null}],\"created\":1,\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\",\"object\":\"chat.completion.chunk\"}\n\n\
+                data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6,\"prompt_tokens_details\":{\"cached_tokens\":2}},\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\"}\n\n\
+                data: [DONE]\n\n";
+    let (events, response) = decode(StreamFormat::OpenAi, body);
+    assert_eq!(events, [LlmEvent::TextDelta("Hi".into())]);
+    assert_eq!(response.content(), "Hi");
+    assert_eq!(response.id(), Some("chatcmpl-1"));
+    assert_eq!(response.model(), Some("gpt-4o-2024-08-06"));
+    assert_eq!(response.finish_reason(), harness_core::FinishReason::Stop);
+    let usage = response.usage().unwrap();
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+            usage.cached_tokens
+        ),
+        (5, 1, 6, 2)
+    );
+    // An answer that says its id is empty has none.
+    let answer = json!({"id": "", "model": "", "choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}]});
+    let response = harness_providers::parse::openai(&answer).unwrap();
+    assert_eq!((response.id(), response.model()), (None, None));
+}
+
 /// Anthropic's `redacted_thinking` (the shape its extended-thinking documentation gives; no
 /// recording here has one): kept as a redacted [`Thinking`] in its place among the turn's
 /// blocks, answer or stream, and sent back unmodified when the turn is replayed, since
