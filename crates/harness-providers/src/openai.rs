@@ -694,6 +694,9 @@ enum ChunkKey {
     Choices,
     Usage,
     Error,
+    /// Groq's own object, whose `usage` a stream's last chunk carries.
+    #[serde(rename = "x_groq")]
+    XGroq,
     #[serde(other)]
     Other,
 }
@@ -748,7 +751,18 @@ impl<'de> Visitor<'de> for ChunkSeed<'_, 'de> {
                 }
                 ChunkKey::Usage => {
                     seen.once(ChunkKey::Usage as u8, "usage")?;
-                    chunk.usage = rare(&mut map)?;
+                    // `null` says nothing; it does not undo Groq's figures read before it.
+                    if let Some(usage) = rare(&mut map)? {
+                        chunk.usage = Some(usage);
+                    }
+                }
+                ChunkKey::XGroq => {
+                    seen.once(ChunkKey::XGroq as u8, "x_groq")?;
+                    // The chunk's own `usage`, where there is one, is the figure.
+                    let groq: Option<Box<GroqExtra>> = rare(&mut map)?;
+                    if let Some(usage) = groq.and_then(|g| g.usage) {
+                        chunk.usage.get_or_insert(usage);
+                    }
                 }
                 ChunkKey::Error => {
                     seen.once(ChunkKey::Error as u8, "error")?;
@@ -1013,6 +1027,14 @@ struct UsageWire {
     total_tokens: Option<Count>,
     #[serde(default)]
     prompt_tokens_details: Option<Details>,
+}
+
+/// Groq's `x_groq`: its request id, and the usage at a stream's end (a stream that was not
+/// asked for a usage chunk, or a server that sends none).
+#[derive(Deserialize)]
+struct GroqExtra {
+    #[serde(default)]
+    usage: Option<Box<UsageWire>>,
 }
 
 #[derive(Deserialize)]

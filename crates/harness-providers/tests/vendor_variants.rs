@@ -136,6 +136,46 @@ fn an_azure_stream_takes_its_id_and_model_from_the_chunks_that_have_them() {
     assert_eq!((response.id(), response.model()), (None, None));
 }
 
+/// Groq puts a stream's usage in its own `x_groq` object on the last chunk (with timings
+/// beside the counts): read when the chunk has no `usage` of its own, never over it.
+#[test]
+fn groq_usage_in_x_groq_is_read_when_the_chunk_has_none_of_its_own() {
+    let usage_of = |last_chunk: &str| {
+        let body = format!(
+            "data: {{\"id\":\"chatcmpl-g\",\"model\":\"llama-3.3-70b-versatile\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"Hi\"}},\"finish_reason\":null}}],\"x_groq\":{{\"id\":\"req_01\"}}}}\n\n\
+             data: {last_chunk}\n\ndata: [DONE]\n\n"
+        );
+        let (_, response) = decode(StreamFormat::OpenAi, &body);
+        assert_eq!(response.content(), "Hi");
+        let usage = response.usage().copied().unwrap();
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+        )
+    };
+    let groq = r#""x_groq":{"id":"req_01","usage":{"queue_time":0.02,"prompt_tokens":12,"prompt_time":0.001,"completion_tokens":3,"completion_time":0.01,"total_tokens":15,"total_time":0.011}}"#;
+    let choices = r#""choices":[{"index":0,"delta":{},"finish_reason":"stop"}]"#;
+    assert_eq!(usage_of(&format!("{{{choices},{groq}}}")), (12, 3, 15));
+    assert_eq!(
+        usage_of(&format!("{{{choices},\"usage\":null,{groq}}}")),
+        (12, 3, 15)
+    );
+    assert_eq!(
+        usage_of(&format!("{{{choices},{groq},\"usage\":null}}")),
+        (12, 3, 15)
+    );
+    let own = r#""usage":{"prompt_tokens":20,"completion_tokens":4,"total_tokens":24}"#;
+    assert_eq!(
+        usage_of(&format!("{{{choices},{own},{groq}}}")),
+        (20, 4, 24)
+    );
+    assert_eq!(
+        usage_of(&format!("{{{choices},{groq},{own}}}")),
+        (20, 4, 24)
+    );
+}
+
 /// Anthropic's `redacted_thinking` (the shape its extended-thinking documentation gives; no
 /// recording here has one): kept as a redacted [`Thinking`] in its place among the turn's
 /// blocks, answer or stream, and sent back unmodified when the turn is replayed, since
