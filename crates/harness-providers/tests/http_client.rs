@@ -110,6 +110,37 @@ async fn four_500s_end_in_a_provider_error_that_keeps_the_body() {
     );
 }
 
+/// Anthropic answers 529 when it is overloaded, and its own SDKs retry it: so do we.
+#[tokio::test]
+async fn an_anthropic_529_overloaded_is_retried() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(
+                529,
+                r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#,
+            )
+        } else {
+            Reply::json(
+                200,
+                r#"{"content": [{"type": "text", "text": "fine"}], "stop_reason": "end_turn"}"#,
+            )
+        }
+    })
+    .await;
+    let model = harness_providers::Anthropic::builder("m")
+        .api_key("k")
+        .base_url(&server.url)
+        .retry(quick_retries())
+        .build()
+        .unwrap();
+    let response = model
+        .generate(Request::new(&[Message::user("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(response.content(), "fine");
+    assert_eq!(server.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn a_400_is_not_retried() {
     let server = Server::always(Reply::json(400, "not json at all")).await;

@@ -22,8 +22,8 @@ use super::json::{self, Vendor};
 
 /// How failed requests are retried.
 ///
-/// Statuses 429, 500, 502, 503 and 504 and transport errors are retried, four attempts in
-/// all by default. Before each retry the client waits what the server's `Retry-After` says
+/// Statuses 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded") and transport errors
+/// are retried, four attempts in all by default. Before each retry the client waits what the server's `Retry-After` says
 /// (seconds or an HTTP date), capped at `max_delay`; without one, `base_delay · 2^attempt`
 /// (1, 2, 4 s by default) with up to 25 % jitter, so a fleet of clients does not retry in
 /// lockstep. A stream is retried only until its body starts.
@@ -549,7 +549,8 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 fn retryable(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504)
+    // 529 is Anthropic's "overloaded", its most common passing failure.
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504 | 529)
 }
 
 fn is_transient(error: &reqwest::Error) -> bool {
