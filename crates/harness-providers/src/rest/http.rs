@@ -576,9 +576,15 @@ fn retry_after(response: &Response) -> Option<Duration> {
 /// The vendor's error type and message, from the bodies OpenAI, Anthropic, Gemini and
 /// llama.cpp send: `{"error": {"type"|"status"|"code", "message"}}`.
 fn vendor_error(body: &str) -> (Option<String>, Option<String>) {
-    let Ok(value) = serde_json::from_str::<Value>(body) else {
+    let Ok(mut value) = serde_json::from_str::<Value>(body) else {
         return (None, None);
     };
+    // Gemini's streaming endpoint wraps its error in a list.
+    if let Value::Array(items) = &mut value
+        && items.len() == 1
+    {
+        value = items.swap_remove(0);
+    }
     json::error_fields(value.get("error").unwrap_or(&value))
 }
 
@@ -609,6 +615,18 @@ mod tests {
             r#"{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "m"}}"#,
         );
         assert_eq!(kind.as_deref(), Some("INVALID_ARGUMENT"));
+        let (kind, message) = vendor_error(
+            r#"[{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota"}}]"#,
+        );
+        assert_eq!(
+            (kind.as_deref(), message.as_deref()),
+            (Some("RESOURCE_EXHAUSTED"), Some("quota"))
+        );
+        let (kind, message) = vendor_error(r#"{"error": "model 'x' not found"}"#);
+        assert_eq!(
+            (kind, message.as_deref()),
+            (None, Some("model 'x' not found"))
+        );
         assert_eq!(vendor_error("<html>"), (None, None));
     }
 
