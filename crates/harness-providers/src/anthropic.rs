@@ -8,6 +8,7 @@ use harness_core::{
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
@@ -126,7 +127,7 @@ impl Anthropic {
             temperature: settings.temperature,
             top_p: settings.top_p,
             stop_sequences: settings.stop,
-            messages: Messages(request.messages),
+            messages: Messages(crate::wire::with_call_ids(request.messages)),
             system: SystemText::of(request.messages).map(|text| System {
                 text,
                 cache: self.cache_prompt,
@@ -359,7 +360,8 @@ fn tool_choice<'a>(settings: &Settings<'a>) -> Option<ChoiceWire<'a>> {
 
 /// The messages in Messages API form: system messages left out (they are the system
 /// prompt), consecutive tool results in one user message.
-struct Messages<'a>(&'a [Message]);
+/// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
+struct Messages<'a>(Cow<'a, [Message]>);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {

@@ -9,6 +9,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
@@ -144,7 +145,7 @@ impl OpenAi {
         let max_tokens = settings.max_tokens;
         Body {
             model: &self.model,
-            messages: Messages(request.messages),
+            messages: Messages(crate::wire::with_call_ids(request.messages)),
             tools: tools.then_some(Tools(request.tools)),
             tool_choice: settings.tool_choice.filter(|_| tools).map(ChoiceWire::from),
             parallel_tool_calls: settings.parallel_tool_calls.filter(|_| tools),
@@ -403,7 +404,8 @@ impl Serialize for Tools<'_> {
 /// The transcript in Chat Completions form. A tool message carries text only there, so the
 /// images and documents of a run of tool results follow it in one user message, after the
 /// last result (a message between the results would break the tool-call pairing).
-struct Messages<'a>(&'a [Message]);
+/// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
+struct Messages<'a>(Cow<'a, [Message]>);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {

@@ -1,4 +1,4 @@
-//! Small pieces of wire decoding the vendors share.
+//! Small pieces of the wire formats the vendors share, read and written.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -133,6 +133,44 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 
 /// An optional string field of a chunk.
 pub(crate) type Text<'a> = Option<Str<'a>>;
+
+/// The transcript with an id on every tool call and every tool result, for a vendor that
+/// pairs them by id (OpenAI's and Anthropic's formats refuse an empty one). Gemini's models
+/// may give none: a call without one gets `call_{turn}_{k}` (its message's index and its
+/// place in the turn, the same on every request, so a prompt cache still matches), and a
+/// result without one the id of the call it answers, the k-th result after the turn
+/// answering its k-th call, as the loop records them. Borrowed as it is when nothing is
+/// missing, the usual case.
+pub(crate) fn with_call_ids(messages: &[Message]) -> Cow<'_, [Message]> {
+    let complete = messages.iter().all(|m| {
+        m.tool_calls.iter().all(|c| c.id.is_some())
+            && (m.role != Role::Tool || m.tool_call_id.is_some())
+    });
+    if complete {
+        return Cow::Borrowed(messages);
+    }
+    let mut messages = messages.to_vec();
+    // The index of the last turn that asked for calls, and how many results followed it.
+    let mut turn: Option<(usize, usize)> = None;
+    for i in 0..messages.len() {
+        if !messages[i].tool_calls.is_empty() {
+            for (k, call) in messages[i].tool_calls.iter_mut().enumerate() {
+                call.id.get_or_insert_with(|| format!("call_{i}_{k}"));
+            }
+            turn = Some((i, 0));
+        } else if messages[i].role == Role::Tool
+            && let Some((at, answered)) = turn.as_mut()
+        {
+            let call = messages[*at].tool_calls.get(*answered);
+            let id = call.and_then(|c| c.id.clone());
+            *answered += 1;
+            if messages[i].tool_call_id.is_none() {
+                messages[i].tool_call_id = id;
+            }
+        }
+    }
+    Cow::Owned(messages)
+}
 
 /// Keeps the first value a stream reports (a response's id or model, sent on every chunk),
 /// copying it once. An empty one says nothing: Azure's first chunk, its prompt filter

@@ -9,7 +9,7 @@ use harness_core::Request;
 
 use harness_core::{Block, Document, Image, LlmEvent, Message, Thinking};
 use harness_providers::{Anthropic, OpenAi, SseDecoder, StreamFormat, decode_stream};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn openai_renders_images_and_documents_as_parts_and_drops_thinking() {
@@ -331,4 +331,72 @@ fn reasoning_signatures_go_back_only_to_the_vendor_that_made_them() {
     assert_eq!(to_gemini(claude_made), json!([function_call]));
     signed_call["thoughtSignature"] = json!("sig");
     assert_eq!(to_gemini(unnamed), json!([signed_call]));
+}
+
+/// Gemini's models may give their calls no id; OpenAI's and Anthropic's formats pair a call
+/// and its result by id and refuse an empty one. A transcript that moves to them gets an id
+/// on each call (the same on every request) and each result the id of the call it answers;
+/// an id already there is kept.
+#[test]
+fn calls_without_ids_get_paired_ids_for_vendors_that_need_them() {
+    let city = |c: &str| json!({"city": c});
+    let messages = [
+        Message::user("Weather in Oslo and Rome?"),
+        Message::assistant("").with_tool_calls(vec![
+            harness_core::ToolCall::new("get_weather", city("Oslo")),
+            harness_core::ToolCall::new("get_weather", city("Rome")).with_id("kept"),
+        ]),
+        Message::tool("Sunny", "get_weather"),
+        Message::tool("Rainy", "get_weather"),
+        Message::assistant("").with_tool_calls(vec![harness_core::ToolCall::new(
+            "get_weather",
+            city("Oslo"),
+        )]),
+        Message::tool("Still sunny", "get_weather"),
+    ];
+    let openai = OpenAi::builder("m").api_key("k").build().unwrap();
+    let body = openai.request_body(&Request::new(&messages), false);
+    let sent = &body["messages"];
+    let call_ids = |at: usize| -> Vec<Value> {
+        sent[at]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].clone())
+            .collect()
+    };
+    assert_eq!(call_ids(1), [json!("call_1_0"), json!("kept")]);
+    assert_eq!(sent[2]["tool_call_id"], "call_1_0");
+    assert_eq!(sent[3]["tool_call_id"], "kept");
+    assert_eq!(call_ids(4), [json!("call_4_0")]);
+    assert_eq!(sent[5]["tool_call_id"], "call_4_0");
+    // The same transcript asks the same ids again.
+    assert_eq!(openai.request_body(&Request::new(&messages), false), body);
+
+    let anthropic = Anthropic::builder("m").api_key("k").build().unwrap();
+    let sent = &anthropic.request_body(&Request::new(&messages), false)["messages"];
+    let ids = |at: usize, key: &str| -> Vec<Value> {
+        sent[at]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[key].clone())
+            .collect()
+    };
+    assert_eq!(ids(1, "id"), [json!("call_1_0"), json!("kept")]);
+    assert_eq!(ids(2, "tool_use_id"), [json!("call_1_0"), json!("kept")]);
+    assert_eq!(ids(3, "id"), [json!("call_4_0")]);
+    assert_eq!(ids(4, "tool_use_id"), [json!("call_4_0")]);
+
+    // A transcript whose calls all have ids is sent as it is.
+    let with_ids = [
+        Message::user("Weather?"),
+        Message::assistant("").with_tool_calls(vec![
+            harness_core::ToolCall::new("get_weather", city("Oslo")).with_id("c9"),
+        ]),
+        Message::tool("Sunny", "get_weather").with_call_id("c9"),
+    ];
+    let sent = &openai.request_body(&Request::new(&with_ids), false)["messages"];
+    assert_eq!(sent[1]["tool_calls"][0]["id"], "c9");
+    assert_eq!(sent[2]["tool_call_id"], "c9");
 }
