@@ -359,7 +359,8 @@ fn tool_choice<'a>(settings: &Settings<'a>) -> Option<ChoiceWire<'a>> {
 }
 
 /// The messages in Messages API form: system messages left out (they are the system
-/// prompt), consecutive tool results in one user message.
+/// prompt), consecutive tool results in one user message, a message with nothing to send
+/// (an empty answer kept in the transcript) left out, since Anthropic refuses empty content.
 /// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
 struct Messages<'a>(Cow<'a, [Message]>);
 
@@ -377,6 +378,9 @@ impl Serialize for Messages<'_> {
                 _ => {
                     if let Some(from) = open.take() {
                         seq.serialize_element(&ToolResults(&self.0[from..i]))?;
+                    }
+                    if message.tool_calls.is_empty() && blocks(&message.content).next().is_none() {
+                        continue;
                     }
                     seq.serialize_element(&Turn(message))?;
                 }

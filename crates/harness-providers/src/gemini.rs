@@ -368,7 +368,8 @@ fn check_media(messages: &[Message]) -> Result<()> {
 }
 
 /// The transcript as `contents`: system messages left out (they are the instruction), a
-/// run of tool results one user turn of function responses.
+/// run of tool results one user turn of function responses, a turn with nothing to send
+/// (an empty answer kept in the transcript) left out, since Gemini refuses empty `parts`.
 struct Contents<'a>(&'a [Message]);
 
 impl Serialize for Contents<'_> {
@@ -385,6 +386,9 @@ impl Serialize for Contents<'_> {
                 Role::Assistant | Role::User => {
                     if let Some(from) = open.take() {
                         seq.serialize_element(&Responses(&self.0[from..i]))?;
+                    }
+                    if message.tool_calls.is_empty() && parts(&message.content).next().is_none() {
+                        continue;
                     }
                     seq.serialize_element(&Turn(message))?;
                 }

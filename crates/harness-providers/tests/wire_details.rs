@@ -400,3 +400,44 @@ fn calls_without_ids_get_paired_ids_for_vendors_that_need_them() {
     assert_eq!(sent[1]["tool_calls"][0]["id"], "c9");
     assert_eq!(sent[2]["tool_call_id"], "c9");
 }
+
+/// An empty answer stays in the transcript (the loop keeps every turn), but Anthropic and
+/// Gemini refuse a message with no content: it is left out of what they are sent (both take
+/// two user turns in a row as one). OpenAI takes an empty assistant message as it is.
+#[test]
+fn an_empty_answer_is_left_out_for_vendors_that_refuse_empty_messages() {
+    let messages = [
+        Message::user("Hi"),
+        Message::assistant(""),
+        Message::user("Again?"),
+        Message::assistant(harness_core::Content::Blocks(vec![
+            Thinking::new("unsigned").into(),
+        ])),
+        Message::user("And now?"),
+    ];
+    let anthropic = Anthropic::builder("m").api_key("k").build().unwrap();
+    assert_eq!(
+        anthropic.request_body(&Request::new(&messages), false)["messages"],
+        json!([
+            {"role": "user", "content": "Hi"},
+            {"role": "user", "content": "Again?"},
+            {"role": "user", "content": "And now?"}
+        ])
+    );
+    let gemini = harness_providers::Gemini::builder("m")
+        .api_key("k")
+        .build()
+        .unwrap();
+    assert_eq!(
+        gemini.request_body(&Request::new(&messages)).unwrap()["contents"],
+        json!([
+            {"role": "user", "parts": [{"text": "Hi"}]},
+            {"role": "user", "parts": [{"text": "Again?"}]},
+            {"role": "user", "parts": [{"text": "And now?"}]}
+        ])
+    );
+    let openai = OpenAi::builder("m").api_key("k").build().unwrap();
+    let sent = &openai.request_body(&Request::new(&messages), false)["messages"];
+    assert_eq!(sent[1], json!({"role": "assistant", "content": ""}));
+    assert_eq!(sent.as_array().map(Vec::len), Some(5));
+}
