@@ -97,8 +97,9 @@ impl Text {
 /// A signature or redacted data means something only to the vendor that made it: `provider`
 /// names it (`"anthropic"`, `"gemini"`), and a request to another vendor leaves them out, so
 /// a transcript can move between vendors (a fallback model, a resumed run). Reasoning with
-/// no `provider` is sent wherever it fits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// no `provider` is sent wherever it fits. `provider` says where the reasoning came from, not
+/// what it is: two reasonings with the same text, signature and redacted data are equal.
+#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Thinking {
     /// The reasoning text (empty when the reasoning is redacted).
@@ -113,6 +114,14 @@ pub struct Thinking {
     /// a provider read it from an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+}
+
+impl PartialEq for Thinking {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+            && self.signature == other.signature
+            && self.redacted == other.redacted
+    }
 }
 
 impl Thinking {
@@ -588,6 +597,11 @@ mod tests {
             ]
         );
         assert_eq!(thinking_of(&merged), "xy");
+        // Where it came from is not what it is.
+        let made = Thinking::signed("x", "s").from_provider("anthropic");
+        assert_eq!(made, Thinking::signed("x", "s"));
+        assert_ne!(made, Thinking::signed("x", "t").from_provider("anthropic"));
+        assert_ne!(Thinking::redacted("AAA"), Thinking::redacted("BBB"));
         let block = Block::from(Thinking::redacted("AAA"));
         let json = serde_json::to_value(&block).unwrap_or_default();
         assert_eq!(

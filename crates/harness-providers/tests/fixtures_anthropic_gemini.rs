@@ -349,6 +349,11 @@ async fn gemini_function_call_with_thought_signature() {
                 .into()
         ]
     );
+    // It names the vendor it came from, which equality leaves aside.
+    let Some(Block::Thinking(thinking)) = response.blocks().first() else {
+        panic!("{:?}", response.blocks())
+    };
+    assert_eq!(thinking.provider.as_deref(), Some("gemini"));
     assert_eq!(response.content(), "");
     assert_eq!(
         response.usage(),

@@ -200,6 +200,13 @@ fn anthropic_redacted_thinking_is_kept_and_sent_back_as_it_came() {
     let response = harness_providers::parse::anthropic(&answer).unwrap();
     assert_eq!(response.blocks(), expected);
     assert_eq!(response.thinking(), "Weather first.");
+    // Each names the vendor it came from, which equality leaves aside.
+    for block in response.blocks() {
+        let Block::Thinking(thinking) = block else {
+            panic!("{block:?}")
+        };
+        assert_eq!(thinking.provider.as_deref(), Some("anthropic"));
+    }
     assert_eq!(response.tool_calls()[0].arguments["city"], "Oslo");
 
     // The same streamed: the redacted block comes whole at its start, with no deltas.
