@@ -361,6 +361,7 @@ fn tool_choice<'a>(settings: &Settings<'a>) -> Option<ChoiceWire<'a>> {
 /// The messages in Messages API form: system messages left out (they are the system
 /// prompt), consecutive tool results in one user message, a message with nothing to send
 /// (an empty answer kept in the transcript) left out, since Anthropic refuses empty content.
+///
 /// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
 struct Messages<'a>(Cow<'a, [Message]>);
 
