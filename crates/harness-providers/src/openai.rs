@@ -404,6 +404,7 @@ impl Serialize for Tools<'_> {
 /// The transcript in Chat Completions form. A tool message carries text only there, so the
 /// images and documents of a run of tool results follow it in one user message, after the
 /// last result (a message between the results would break the tool-call pairing).
+///
 /// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
 struct Messages<'a>(Cow<'a, [Message]>);
 
