@@ -54,6 +54,8 @@ async fn main() -> Result<(), Error> {
             ResearchEvent::ResearchFinished(result) => {
                 println!("\n\nusage over every agent: {:?}", result.usage);
             }
+            // Events a later version adds.
+            _ => {}
         }
     }
     Ok(())

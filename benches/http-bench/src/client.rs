@@ -473,7 +473,7 @@ async fn model_call(
             LlmEvent::TextDelta(delta) => text.push_str(&delta),
             LlmEvent::Completed(turn) if turn.content() == text => return Ok(*turn),
             LlmEvent::Completed(_) => return Err("the deltas are not the turn's text".into()),
-            LlmEvent::ThinkingDelta(_) => {}
+            _ => {}
         }
     }
     Err("the stream ended without a turn".into())

@@ -16,6 +16,7 @@ pub type BoxStream<'a, T> = std::pin::Pin<Box<dyn Stream<Item = T> + Send + 'a>>
 /// What a streaming model call yields: text and reasoning as they arrive, then the assembled
 /// turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LlmEvent {
     /// A piece of the answer's text.
     TextDelta(String),

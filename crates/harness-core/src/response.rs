@@ -103,6 +103,7 @@ impl std::iter::Sum for TokenUsage {
 /// Why the model stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum FinishReason {
     /// It finished its turn (an answer or tool calls).
     #[default]

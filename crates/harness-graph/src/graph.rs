@@ -97,6 +97,7 @@ impl<'a> From<&'a str> for NodeRef<'a> {
 
 /// What a graph run reports as it goes, from [`Executor::run_events`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GraphEvent {
     /// A wave starts with these nodes (1-based wave number).
     WaveStarted {

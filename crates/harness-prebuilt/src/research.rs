@@ -46,6 +46,7 @@ pub struct ResearchResult {
 /// `ResearchFinished` is named apart from [`AgentEvent::Finished`] on purpose: the two wrap
 /// different things (a research result, an agent's state).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ResearchEvent {
     /// Planning has started for this question.
     Planning {

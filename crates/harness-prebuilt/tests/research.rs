@@ -88,6 +88,7 @@ async fn events_come_in_order_and_usage_covers_every_agent() {
             ResearchEvent::Synthesizing { .. } => "Synthesizing",
             ResearchEvent::TextDelta(_) => "TextDelta",
             ResearchEvent::ResearchFinished(_) => "ResearchFinished",
+            other => panic!("an event this test does not know: {other:?}"),
         })
         .collect();
     assert_eq!(

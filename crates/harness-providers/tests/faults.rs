@@ -593,6 +593,7 @@ async fn stream_of(model: &dyn Llm) -> Streamed {
             }
             Ok(LlmEvent::ThinkingDelta(_)) => deltas += 1,
             Ok(LlmEvent::Completed(response)) => end = Some(Ok(*response)),
+            Ok(other) => panic!("an event this test does not know: {other:?}"),
             Err(e) => end = Some(Err(e)),
         }
     }
@@ -951,7 +952,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
                         deltas += 1;
                     }
                     LlmEvent::Completed(response) => answer = Some(response),
-                    LlmEvent::ThinkingDelta(_) => panic!("no thinking was sent"),
+                    other => panic!("only text was sent, not {other:?}"),
                 }
             }
             let answer = answer.unwrap();

@@ -378,7 +378,7 @@ fn decoded(
     let result = decode_stream(format, body, chunk, |event| match event {
         LlmEvent::TextDelta(t) => text.push_str(&t),
         LlmEvent::ThinkingDelta(t) => thinking.push_str(&t),
-        LlmEvent::Completed(_) => panic!("Completed handed out as a delta"),
+        other => panic!("not a delta: {other:?}"),
     });
     (result, text, thinking)
 }

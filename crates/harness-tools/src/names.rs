@@ -20,6 +20,7 @@ use harness_core::agent::Rule;
 /// assert_eq!(&*ToolName::RunCommand, "run_command");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ToolName {
     /// `read_file`.
     ReadFile,

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 /// How deep Tavily searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SearchDepth {
     /// Tavily's quick search.
     #[default]

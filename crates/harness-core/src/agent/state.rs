@@ -13,6 +13,7 @@ use crate::response::TokenUsage;
 /// Why a run ended, or that it has not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// The run has not ended: a state that has not run yet, or the state an error carries
     /// ([`Error::state`](crate::Error::state)). Running it continues.
