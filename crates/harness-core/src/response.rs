@@ -15,19 +15,25 @@ use crate::message::ToolCall;
 /// `cached_tokens` is the part of `prompt_tokens` the vendor served from its prompt cache and
 /// `cache_write_tokens` what it charged to put a prefix there. Both are *inside*
 /// `prompt_tokens`, reported rather than deducted: a cached token still occupies the context
-/// window, so a token budget keeps counting the full figure.
+/// window, so a token budget keeps counting the full figure. Likewise `reasoning_tokens` is
+/// the part of `completion_tokens` a reasoning model spent thinking (OpenAI's
+/// `completion_tokens_details.reasoning_tokens`, Gemini's `thoughtsTokenCount`; Anthropic
+/// does not report it apart, so it stays 0 there).
+///
+/// The struct is `#[non_exhaustive]` (a vendor's next figure is a new field): build one with
+/// [`new`](TokenUsage::new) and the `with_*` setters.
 ///
 /// ```
 /// use harness_core::TokenUsage;
 ///
-/// let a = TokenUsage::new(100, 20, 120).with_cached(80);
+/// let a = TokenUsage::new(100, 20, 120).with_cached(80).with_reasoning(12);
 /// let b = TokenUsage::new(10, 5, 15).with_cache_write(10);
-/// assert_eq!(a + b, TokenUsage {
-///     prompt_tokens: 110, completion_tokens: 25, total_tokens: 135,
-///     cached_tokens: 80, cache_write_tokens: 10,
-/// });
+/// let sum = a + b;
+/// assert_eq!((sum.prompt_tokens, sum.completion_tokens, sum.total_tokens), (110, 25, 135));
+/// assert_eq!((sum.cached_tokens, sum.cache_write_tokens, sum.reasoning_tokens), (80, 10, 12));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TokenUsage {
     /// Tokens of the request.
     #[serde(default)]
@@ -44,6 +50,9 @@ pub struct TokenUsage {
     /// Prompt tokens written to the vendor's cache.
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Answer tokens the model spent reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl TokenUsage {
@@ -55,6 +64,7 @@ impl TokenUsage {
             total_tokens,
             cached_tokens: 0,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 
@@ -67,6 +77,12 @@ impl TokenUsage {
     /// Sets the prompt tokens written to the cache.
     pub fn with_cache_write(mut self, cache_write_tokens: u64) -> Self {
         self.cache_write_tokens = cache_write_tokens;
+        self
+    }
+
+    /// Sets the answer tokens spent reasoning.
+    pub fn with_reasoning(mut self, reasoning_tokens: u64) -> Self {
+        self.reasoning_tokens = reasoning_tokens;
         self
     }
 }
@@ -91,6 +107,7 @@ impl AddAssign for TokenUsage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(rhs.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(rhs.reasoning_tokens);
     }
 }
 
@@ -357,26 +374,40 @@ mod tests {
     }
 
     #[test]
-    fn usage_sums_every_field_and_serialises_all_five() {
+    fn usage_sums_every_field_and_serialises_all_six() {
         let total: TokenUsage = [
-            TokenUsage::new(1, 2, 3).with_cached(4).with_cache_write(5),
+            TokenUsage::new(1, 2, 3)
+                .with_cached(4)
+                .with_cache_write(5)
+                .with_reasoning(1),
             TokenUsage::new(10, 20, 30)
                 .with_cached(40)
-                .with_cache_write(50),
+                .with_cache_write(50)
+                .with_reasoning(6),
         ]
         .into_iter()
         .sum();
-        assert_eq!(
-            serde_json::to_value(total).ok(),
-            Some(
-                json!({"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33,
-                        "cached_tokens": 44, "cache_write_tokens": 55})
-            )
-        );
+        let value = json!({"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33,
+                           "cached_tokens": 44, "cache_write_tokens": 55, "reasoning_tokens": 7});
+        assert_eq!(serde_json::to_value(total).ok(), Some(value));
         let mut acc = TokenUsage::default();
-        acc += TokenUsage::new(u64::MAX, 0, 0);
-        acc += TokenUsage::new(1, 0, 0);
-        assert_eq!(acc.prompt_tokens, u64::MAX);
+        acc += TokenUsage::new(u64::MAX, 0, 0).with_reasoning(u64::MAX);
+        acc += TokenUsage::new(1, 0, 0).with_reasoning(1);
+        assert_eq!(
+            (acc.prompt_tokens, acc.reasoning_tokens),
+            (u64::MAX, u64::MAX)
+        );
+    }
+
+    #[test]
+    fn usage_written_before_reasoning_was_counted_reads_as_none_spent() {
+        // A state saved by an earlier version (a paused run, a durable journal) has no
+        // `reasoning_tokens`: it reads as 0, every other count kept.
+        let old = json!({"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3,
+                         "cached_tokens": 4, "cache_write_tokens": 5});
+        let usage: TokenUsage = serde_json::from_value(old).unwrap_or_default();
+        let expected = TokenUsage::new(1, 2, 3).with_cached(4).with_cache_write(5);
+        assert_eq!(usage, expected);
     }
 
     #[test]

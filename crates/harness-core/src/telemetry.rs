@@ -80,6 +80,9 @@ pub(crate) fn chat_span(names: &ModelNames, settings: &ModelSettings) -> Span {
         "gen_ai.response.finish_reasons" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
+        "gen_ai.usage.cache_creation.input_tokens" = Empty,
+        "gen_ai.usage.reasoning.output_tokens" = Empty,
         "error.type" = Empty,
     );
     if let Some(temperature) = settings.temperature {
@@ -117,6 +120,23 @@ pub(crate) fn record_response(span: &Span, response: &CompletionResponse) {
             "gen_ai.usage.output_tokens",
             as_int(usage.completion_tokens),
         );
+        // The parts inside those counts, only when the vendor reported them.
+        let parts = [
+            ("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens),
+            (
+                "gen_ai.usage.cache_creation.input_tokens",
+                usage.cache_write_tokens,
+            ),
+            (
+                "gen_ai.usage.reasoning.output_tokens",
+                usage.reasoning_tokens,
+            ),
+        ];
+        for (name, count) in parts {
+            if count > 0 {
+                span.record(name, as_int(count));
+            }
+        }
     }
 }
 

@@ -109,10 +109,12 @@ fn spans_follow_the_genai_conventions() {
             CompletionResponse::from_tool_calls(vec![
                 ToolCall::new("add", json!({"a": 1, "b": 2})).with_id("call-1"),
             ])
-            .with_usage(TokenUsage::new(12, 3, 15))
+            .with_usage(TokenUsage::new(12, 3, 15).with_cached(7).with_reasoning(2))
             .with_id("resp-1")
             .with_model("gemini-2.5-flash-001"),
-            CompletionResponse::text("3").with_finish_reason(FinishReason::Length),
+            CompletionResponse::text("3")
+                .with_finish_reason(FinishReason::Length)
+                .with_usage(TokenUsage::new(20, 1, 21).with_cache_write(16)),
         ]),
     );
     let agent = Agent::builder(model)
@@ -156,9 +158,28 @@ fn spans_follow_the_genai_conventions() {
         ("gen_ai.response.finish_reasons", r#"["stop"]"#),
         ("gen_ai.usage.input_tokens", "12"),
         ("gen_ai.usage.output_tokens", "3"),
+        ("gen_ai.usage.cache_read.input_tokens", "7"),
+        ("gen_ai.usage.reasoning.output_tokens", "2"),
     ] {
         assert_eq!(field(chat, key).as_deref(), Some(value), "{key}");
     }
+    // A part the vendor did not report is not recorded as 0.
+    assert_eq!(
+        field(chat, "gen_ai.usage.cache_creation.input_tokens"),
+        None
+    );
+    assert_eq!(
+        field(last_chat, "gen_ai.usage.cache_creation.input_tokens").as_deref(),
+        Some("16")
+    );
+    assert_eq!(
+        field(last_chat, "gen_ai.usage.cache_read.input_tokens"),
+        None
+    );
+    assert_eq!(
+        field(last_chat, "gen_ai.usage.reasoning.output_tokens"),
+        None
+    );
     assert_eq!(field(chat, "error.type"), None);
     assert_eq!(field(chat, "otel.status_code"), None);
     assert_eq!(

@@ -726,7 +726,8 @@ impl UsageIn {
             .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
         Some(
             TokenUsage::new(prompt, completion, total)
-                .with_cached(read(self.cached_content_token_count)),
+                .with_cached(read(self.cached_content_token_count))
+                .with_reasoning(read(self.thoughts_token_count)),
         )
     }
 }

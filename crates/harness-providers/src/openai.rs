@@ -1030,6 +1030,8 @@ struct UsageWire {
     total_tokens: Option<Count>,
     #[serde(default)]
     prompt_tokens_details: Option<Details>,
+    #[serde(default)]
+    completion_tokens_details: Option<Details>,
 }
 
 /// Groq's `x_groq`: its request id, and the usage at a stream's end (a stream that was not
@@ -1040,10 +1042,14 @@ struct GroqExtra {
     usage: Option<Box<UsageWire>>,
 }
 
+/// `prompt_tokens_details` (its `cached_tokens`) or `completion_tokens_details` (its
+/// `reasoning_tokens`); a count present as `null` is 0.
 #[derive(Deserialize)]
 struct Details {
-    #[serde(default)]
-    cached_tokens: Count,
+    #[serde(default, deserialize_with = "present")]
+    cached_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    reasoning_tokens: Option<Count>,
 }
 
 impl UsageWire {
@@ -1053,6 +1059,7 @@ impl UsageWire {
             && self.completion_tokens.is_none()
             && self.total_tokens.is_none()
             && self.prompt_tokens_details.is_none()
+            && self.completion_tokens_details.is_none()
         {
             return None;
         }
@@ -1061,11 +1068,16 @@ impl UsageWire {
         let total = self
             .total_tokens
             .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
-        let cached = self
-            .prompt_tokens_details
-            .as_ref()
-            .map_or(0, |d| d.cached_tokens.0);
-        Some(TokenUsage::new(prompt, completion, total).with_cached(cached))
+        let detail = |details: &Option<Details>, count: fn(&Details) -> Option<Count>| {
+            details.as_ref().map_or(0, |d| read(count(d)))
+        };
+        Some(
+            TokenUsage::new(prompt, completion, total)
+                .with_cached(detail(&self.prompt_tokens_details, |d| d.cached_tokens))
+                .with_reasoning(detail(&self.completion_tokens_details, |d| {
+                    d.reasoning_tokens
+                })),
+        )
     }
 }
 

@@ -357,7 +357,7 @@ async fn gemini_function_call_with_thought_signature() {
     assert_eq!(response.content(), "");
     assert_eq!(
         response.usage(),
-        Some(&TokenUsage::new(776, 59 + 184, 1019))
+        Some(&TokenUsage::new(776, 59 + 184, 1019).with_reasoning(184))
     );
     assert_eq!(response.finish_reason(), FinishReason::Stop);
     let request = &server.requests()[0];
@@ -371,7 +371,9 @@ async fn gemini_cached_content_token_counts() {
         (
             "gemini/generate_content_cached_content.json",
             "Paris.",
-            TokenUsage::new(3520, 44, 3564).with_cached(3512),
+            TokenUsage::new(3520, 44, 3564)
+                .with_cached(3512)
+                .with_reasoning(42),
         ),
         (
             "gemini/generate_content_text_after_function_response_cachedContentTokenCount.json",
@@ -431,7 +433,10 @@ async fn gemini_streams() {
     assert!(
         matches!(&response.blocks()[0], Block::Thinking(t) if t.signature.as_deref().is_some_and(|s| s.starts_with("EpwICpkIAXLI")))
     );
-    assert_eq!(response.usage(), Some(&TokenUsage::new(29, 10 + 202, 241)));
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(29, 10 + 202, 241).with_reasoning(202))
+    );
     let request = &server.requests()[0];
     assert_eq!(
         request.target,

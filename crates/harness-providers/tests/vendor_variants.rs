@@ -321,3 +321,46 @@ async fn collect_events_or_error(model: &OpenAi) -> Result<Vec<LlmEvent>, harnes
     }
     Ok(events)
 }
+
+#[test]
+fn reasoning_tokens_are_read_from_completion_tokens_details() {
+    use harness_core::TokenUsage;
+    use harness_providers::parse;
+    // A reasoning model's answer (OpenAI's o-series and gpt-5, DeepSeek's reasoner): the
+    // reasoning is a part of the completion count, reported in its details.
+    let answer = json!({
+        "id": "chatcmpl-r", "object": "chat.completion", "model": "o4-mini",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "42"}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 150, "total_tokens": 170,
+                  "prompt_tokens_details": {"cached_tokens": 8, "audio_tokens": 0},
+                  "completion_tokens_details": {"reasoning_tokens": 128, "audio_tokens": 0,
+                      "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
+    });
+    let response = parse::openai(&answer).unwrap();
+    let expected = TokenUsage::new(20, 150, 170)
+        .with_cached(8)
+        .with_reasoning(128);
+    assert_eq!(response.usage(), Some(&expected));
+
+    // Streamed, in the usage chunk; details given as null, or only the reasoning's, read too.
+    let stream = r#"data: {"id":"r","model":"o4-mini","choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}
+
+data: {"id":"r","model":"o4-mini","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":150,"total_tokens":170,"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":128}}}
+
+data: [DONE]
+
+"#;
+    let (_, response) = decode(StreamFormat::OpenAi, stream);
+    let expected = TokenUsage::new(20, 150, 170).with_reasoning(128);
+    assert_eq!(response.usage(), Some(&expected));
+
+    // Details alone still say something; a null count is 0.
+    let answer = json!({
+        "id": "c", "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "x"}}],
+        "usage": {"completion_tokens_details": {"reasoning_tokens": null}}
+    });
+    let response = parse::openai(&answer).unwrap();
+    assert_eq!(response.usage(), Some(&TokenUsage::new(0, 0, 0)));
+}

@@ -390,7 +390,7 @@ mod tests {
                 "messages": [{"role": "user", "content": "pay"}],
                 "output": "",
                 "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3,
-                          "cached_tokens": 0, "cache_write_tokens": 0},
+                          "cached_tokens": 0, "cache_write_tokens": 0, "reasoning_tokens": 0},
                 "stop_reason": "paused",
                 "paused": [
                     {"call_id": "a", "name": "wire", "question": "Run wire?",
