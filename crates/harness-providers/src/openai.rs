@@ -1032,6 +1032,9 @@ struct UsageWire {
     prompt_tokens_details: Option<Details>,
     #[serde(default)]
     completion_tokens_details: Option<Details>,
+    /// DeepSeek's name for the cached prompt tokens.
+    #[serde(default, deserialize_with = "present")]
+    prompt_cache_hit_tokens: Option<Count>,
 }
 
 /// Groq's `x_groq`: its request id, and the usage at a stream's end (a stream that was not
@@ -1060,6 +1063,7 @@ impl UsageWire {
             && self.total_tokens.is_none()
             && self.prompt_tokens_details.is_none()
             && self.completion_tokens_details.is_none()
+            && self.prompt_cache_hit_tokens.is_none()
         {
             return None;
         }
@@ -1069,14 +1073,15 @@ impl UsageWire {
             .total_tokens
             .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
         let detail = |details: &Option<Details>, count: fn(&Details) -> Option<Count>| {
-            details.as_ref().map_or(0, |d| read(count(d)))
+            details.as_ref().and_then(count)
         };
+        let cached = detail(&self.prompt_tokens_details, |d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens);
+        let reasoning = detail(&self.completion_tokens_details, |d| d.reasoning_tokens);
         Some(
             TokenUsage::new(prompt, completion, total)
-                .with_cached(detail(&self.prompt_tokens_details, |d| d.cached_tokens))
-                .with_reasoning(detail(&self.completion_tokens_details, |d| {
-                    d.reasoning_tokens
-                })),
+                .with_cached(read(cached))
+                .with_reasoning(read(reasoning)),
         )
     }
 }

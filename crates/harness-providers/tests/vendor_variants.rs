@@ -364,3 +364,35 @@ data: [DONE]
     let response = parse::openai(&answer).unwrap();
     assert_eq!(response.usage(), Some(&TokenUsage::new(0, 0, 0)));
 }
+
+#[test]
+fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
+    use harness_core::TokenUsage;
+    use harness_providers::parse;
+    // DeepSeek names its cache hits `prompt_cache_hit_tokens`, not OpenAI's details.
+    let answer = json!({
+        "id": "d", "object": "chat.completion", "model": "deepseek-chat",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 10, "total_tokens": 1210,
+                  "prompt_cache_hit_tokens": 1024, "prompt_cache_miss_tokens": 176}
+    });
+    let response = parse::openai(&answer).unwrap();
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(1200, 10, 1210).with_cached(1024))
+    );
+    // Where a server sends both, OpenAI's own field is the one read.
+    let answer = json!({
+        "id": "d", "model": "deepseek-chat",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "ok"}}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 10, "total_tokens": 1210,
+                  "prompt_tokens_details": {"cached_tokens": 1000},
+                  "prompt_cache_hit_tokens": 1024}
+    });
+    let response = parse::openai(&answer).unwrap();
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(1200, 10, 1210).with_cached(1000))
+    );
+}
