@@ -1072,12 +1072,15 @@ impl UsageWire {
         let total = self
             .total_tokens
             .map_or_else(|| prompt.saturating_add(completion), |t| t.0);
-        let detail = |details: &Option<Details>, count: fn(&Details) -> Option<Count>| {
-            details.as_ref().and_then(count)
-        };
-        let cached = detail(&self.prompt_tokens_details, |d| d.cached_tokens)
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
             .or(self.prompt_cache_hit_tokens);
-        let reasoning = detail(&self.completion_tokens_details, |d| d.reasoning_tokens);
+        let reasoning = self
+            .completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens);
         Some(
             TokenUsage::new(prompt, completion, total)
                 .with_cached(read(cached))
