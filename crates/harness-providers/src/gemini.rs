@@ -702,6 +702,9 @@ struct UsageIn {
     total_token_count: Option<Count>,
     #[serde(default, deserialize_with = "present")]
     cached_content_token_count: Option<Count>,
+    /// What a built-in tool (code execution, search) read: input, billed as prompt tokens.
+    #[serde(default, deserialize_with = "present")]
+    tool_use_prompt_token_count: Option<Count>,
 }
 
 impl UsageIn {
@@ -713,12 +716,15 @@ impl UsageIn {
             self.thoughts_token_count,
             self.total_token_count,
             self.cached_content_token_count,
+            self.tool_use_prompt_token_count,
         ];
         if counts.iter().all(Option::is_none) {
             return None;
         }
         let read = |count: Option<Count>| count.map_or(0, |c| c.0);
-        let prompt = read(self.prompt_token_count);
+        // `totalTokenCount` counts a built-in tool's input beside the prompt's.
+        let prompt =
+            read(self.prompt_token_count).saturating_add(read(self.tool_use_prompt_token_count));
         let completion =
             read(self.candidates_token_count).saturating_add(read(self.thoughts_token_count));
         let total = self

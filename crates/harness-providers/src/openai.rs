@@ -1045,12 +1045,15 @@ struct GroqExtra {
     usage: Option<Box<UsageWire>>,
 }
 
-/// `prompt_tokens_details` (its `cached_tokens`) or `completion_tokens_details` (its
-/// `reasoning_tokens`); a count present as `null` is 0.
+/// `prompt_tokens_details` (its `cached_tokens`, and OpenRouter's `cache_write_tokens`) or
+/// `completion_tokens_details` (its `reasoning_tokens`); a count present as `null` is 0.
 #[derive(Deserialize)]
+#[allow(clippy::struct_field_names)] // the vendor's names
 struct Details {
     #[serde(default, deserialize_with = "present")]
     cached_tokens: Option<Count>,
+    #[serde(default, deserialize_with = "present")]
+    cache_write_tokens: Option<Count>,
     #[serde(default, deserialize_with = "present")]
     reasoning_tokens: Option<Count>,
 }
@@ -1077,6 +1080,10 @@ impl UsageWire {
             .as_ref()
             .and_then(|d| d.cached_tokens)
             .or(self.prompt_cache_hit_tokens);
+        let written = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cache_write_tokens);
         let reasoning = self
             .completion_tokens_details
             .as_ref()
@@ -1084,6 +1091,7 @@ impl UsageWire {
         Some(
             TokenUsage::new(prompt, completion, total)
                 .with_cached(read(cached))
+                .with_cache_write(read(written))
                 .with_reasoning(read(reasoning)),
         )
     }

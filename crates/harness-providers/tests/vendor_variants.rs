@@ -396,3 +396,69 @@ fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
         Some(&TokenUsage::new(1200, 10, 1210).with_cached(1000))
     );
 }
+
+#[test]
+fn openrouter_cache_writes_are_the_prompt_tokens_written_to_the_cache() {
+    use harness_core::TokenUsage;
+    use harness_providers::parse;
+    // OpenRouter reports what a prompt put into the vendor's cache beside what it read.
+    let answer = json!({
+        "id": "gen-1", "object": "chat.completion", "model": "anthropic/claude-sonnet-4",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 2100, "completion_tokens": 4, "total_tokens": 2104,
+                  "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 2048,
+                                            "audio_tokens": 0},
+                  "cost": 0.0081}
+    });
+    let response = parse::openai(&answer).unwrap();
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(2100, 4, 2104).with_cache_write(2048))
+    );
+
+    // Streamed, in the last chunk, with a later read from the cache.
+    let stream = r#"data: {"id":"gen-2","model":"m","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}
+
+data: {"id":"gen-2","model":"m","choices":[],"usage":{"prompt_tokens":2100,"completion_tokens":4,"total_tokens":2104,"prompt_tokens_details":{"cached_tokens":2048,"cache_write_tokens":null}}}
+
+data: [DONE]
+
+"#;
+    let (_, response) = decode(StreamFormat::OpenAi, stream);
+    assert_eq!(
+        response.usage(),
+        Some(&TokenUsage::new(2100, 4, 2104).with_cached(2048))
+    );
+}
+
+#[test]
+fn gemini_tool_use_prompt_tokens_are_prompt_tokens() {
+    use harness_core::TokenUsage;
+    use harness_providers::parse;
+    // A built-in tool's input (code execution here) is counted apart from the prompt but
+    // inside the total: prompt and completion must still add up to it.
+    let answer = json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"executableCode": {"language": "PYTHON", "code": "print(2 + 2)"}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}},
+            {"text": "It is 4."}
+        ]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 15, "candidatesTokenCount": 40,
+                          "toolUsePromptTokenCount": 429, "thoughtsTokenCount": 378,
+                          "totalTokenCount": 862},
+        "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
+    });
+    let response = parse::gemini(&answer).unwrap();
+    assert_eq!(response.content(), "It is 4.");
+    let usage = response.usage().unwrap();
+    assert_eq!(
+        usage,
+        &TokenUsage::new(444, 418, 862).with_reasoning(378),
+        "{usage:?}"
+    );
+    assert_eq!(
+        usage.prompt_tokens + usage.completion_tokens,
+        usage.total_tokens
+    );
+}
