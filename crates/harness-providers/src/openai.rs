@@ -33,6 +33,12 @@ const PATH: &str = "/chat/completions";
 /// the schema allows); see [`OpenAiBuilder::native_output`]. A failure names the service it
 /// came from: a Groq model's errors carry the provider id `groq` and say Groq.
 ///
+/// Reasoning (`reasoning_content`, `reasoning`, or content parts of type `thinking`) comes
+/// back as [`Thinking`]. OpenRouter's `reasoning_details` add what plain text cannot carry,
+/// the signature and any encrypted reasoning, kept on blocks whose
+/// [`provider`](Thinking::provider) is the service's id, so that no other vendor is sent
+/// them. A Chat Completions request has no place for reasoning: it is not sent back.
+///
 /// ```no_run
 /// use harness_core::ModelSettings;
 /// use harness_providers::OpenAi;
@@ -836,6 +842,25 @@ struct DeltaExtra<'a> {
     refusal: Text<'a>,
     reasoning_content: Text<'a>,
     reasoning: Text<'a>,
+    /// OpenRouter's structured reasoning: the same text as `reasoning`, with what the plain
+    /// text cannot carry (a signature, reasoning the vendor encrypted).
+    reasoning_details: Vec<DetailWire<'a>>,
+}
+
+/// One of OpenRouter's `reasoning_details`: `reasoning.text` (text, signature),
+/// `reasoning.summary` (summary) or `reasoning.encrypted` (data).
+#[derive(Deserialize)]
+struct DetailWire<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Text<'a>,
+    #[serde(borrow, default)]
+    text: Text<'a>,
+    #[serde(borrow, default)]
+    summary: Text<'a>,
+    #[serde(borrow, default)]
+    signature: Text<'a>,
+    #[serde(borrow, default)]
+    data: Text<'a>,
 }
 
 impl<'a> Delta<'a> {
@@ -861,6 +886,7 @@ enum DeltaKey {
     Refusal,
     ReasoningContent,
     Reasoning,
+    ReasoningDetails,
     #[serde(other)]
     Other,
 }
@@ -895,7 +921,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
                             delta.tool_calls =
                                 map.next_value::<Option<Vec<_>>>()?.unwrap_or_default();
                         }
-                        DeltaKey::Refusal | DeltaKey::ReasoningContent | DeltaKey::Reasoning => {
+                        DeltaKey::Refusal
+                        | DeltaKey::ReasoningContent
+                        | DeltaKey::Reasoning
+                        | DeltaKey::ReasoningDetails => {
                             read_extra(&mut map, key, &mut seen, &mut delta.extra)?;
                         }
                         DeltaKey::Other => {
@@ -923,9 +952,20 @@ fn read_extra<'de, M: MapAccess<'de>>(
     let name = match key {
         DeltaKey::Refusal => "refusal",
         DeltaKey::ReasoningContent => "reasoning_content",
+        DeltaKey::ReasoningDetails => "reasoning_details",
         _ => "reasoning",
     };
     seen.once(key as u8, name)?;
+    if let DeltaKey::ReasoningDetails = key {
+        // OpenRouter sends `[]` on most chunks: a box only for details.
+        let details = map
+            .next_value::<Option<Vec<DetailWire<'de>>>>()?
+            .unwrap_or_default();
+        if !details.is_empty() {
+            extra.get_or_insert_with(Box::default).reasoning_details = details;
+        }
+        return Ok(());
+    }
     // OpenAI sends `"refusal": null` in every stream's first delta: a box only for a value.
     let Some(value) = map.next_value::<Text<'de>>()? else {
         return Ok(());
@@ -1144,10 +1184,20 @@ pub(crate) struct ChatAccumulator<'v> {
     model: Option<String>,
     text: String,
     thinking: String,
+    /// What OpenRouter's `reasoning_details` carry beside the text, when they do.
+    sealed: Option<Box<Sealed>>,
     calls: Vec<CallSlot>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
     done: bool,
+}
+
+/// The signature over a turn's reasoning and the reasoning the vendor encrypted, as
+/// OpenRouter's `reasoning_details` give them.
+#[derive(Default)]
+struct Sealed {
+    signature: Option<String>,
+    encrypted: Vec<String>,
 }
 
 impl<'v> ChatAccumulator<'v> {
@@ -1163,6 +1213,7 @@ impl<'v> ChatAccumulator<'v> {
             model: None,
             text: String::new(),
             thinking: String::new(),
+            sealed: None,
             calls: Vec::new(),
             usage: None,
             finish: None,
@@ -1197,6 +1248,59 @@ impl<'v> ChatAccumulator<'v> {
         self.finish()
     }
 
+    /// The reasoning with what only OpenRouter's details carried, marked as read from this
+    /// service: a signature or encrypted reasoning is valid only where it came from.
+    #[cold]
+    #[inline(never)]
+    fn push_sealed(&mut self, sealed: Sealed, blocks: &mut Vec<Block>) {
+        let text = std::mem::take(&mut self.thinking);
+        let thinking = match sealed.signature {
+            Some(signature) => Some(Thinking::signed(text, signature)),
+            None => (!text.is_empty()).then(|| Thinking::new(text)),
+        };
+        let encrypted = sealed.encrypted.into_iter().map(Thinking::redacted);
+        for thinking in thinking.into_iter().chain(encrypted) {
+            blocks.push(thinking.from_provider(self.vendor.id).into());
+        }
+    }
+
+    /// Takes OpenRouter's reasoning details: the signature and the encrypted reasoning, and
+    /// the text when `text_too` (the delta had no plain reasoning).
+    #[cold]
+    #[inline(never)]
+    fn take_details(
+        &mut self,
+        details: &[DetailWire<'_>],
+        text_too: bool,
+        emit: &mut Option<&mut dyn FnMut(LlmEvent)>,
+    ) {
+        let given = |field: &Text<'_>| {
+            field
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        for detail in details {
+            if detail.kind.as_deref() == Some("reasoning.encrypted") {
+                if let Some(data) = given(&detail.data) {
+                    let sealed = self.sealed.get_or_insert_with(Box::default);
+                    sealed.encrypted.push(data);
+                }
+                continue;
+            }
+            if let Some(signature) = given(&detail.signature) {
+                self.sealed.get_or_insert_with(Box::default).signature = Some(signature);
+            }
+            let text = given(&detail.text).or_else(|| given(&detail.summary));
+            if let Some(text) = text.filter(|_| text_too) {
+                self.thinking.push_str(&text);
+                if let Some(emit) = emit.as_mut() {
+                    emit(LlmEvent::ThinkingDelta(text));
+                }
+            }
+        }
+    }
+
     /// Takes one chunk; `emit` is `None` for a non-streamed answer, whose calls are whole
     /// (each its own).
     fn take(&mut self, chunk: &Chunk<'_>, mut emit: Option<&mut dyn FnMut(LlmEvent)>) {
@@ -1223,6 +1327,13 @@ impl<'v> ChatAccumulator<'v> {
             if let Some(emit) = emit.as_mut() {
                 emit(LlmEvent::ThinkingDelta(reasoning.to_string()));
             }
+        }
+        if let Some(extra) = delta.extra.as_deref()
+            && !extra.reasoning_details.is_empty()
+        {
+            // The details repeat the plain reasoning's text: theirs only when it is absent.
+            let text_too = delta.reasoning().is_none();
+            self.take_details(&extra.reasoning_details, text_too, &mut emit);
         }
         if let Some(thinking) = delta.content.thinking.as_deref().filter(|t| !t.is_empty()) {
             self.thinking.push_str(thinking);
@@ -1311,8 +1422,10 @@ impl Accumulator for ChatAccumulator<'_> {
             ));
         }
         let mut blocks = Vec::new();
-        if !self.thinking.is_empty() {
-            blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into());
+        match self.sealed.take() {
+            None if self.thinking.is_empty() => {}
+            None => blocks.push(Thinking::new(std::mem::take(&mut self.thinking)).into()),
+            Some(sealed) => self.push_sealed(*sealed, &mut blocks),
         }
         if !self.text.is_empty() {
             blocks.push(Block::text(std::mem::take(&mut self.text)));

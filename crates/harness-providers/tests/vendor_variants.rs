@@ -462,3 +462,132 @@ fn gemini_tool_use_prompt_tokens_are_prompt_tokens() {
         usage.total_tokens
     );
 }
+
+/// A stream as OpenRouter sends a Claude model's reasoning: the plain `reasoning` and the
+/// same text again in `reasoning_details`, the signature in a detail of its own at the end,
+/// `[]` details on the other chunks and its keep-alive comments between.
+const OPENROUTER_SIGNED_STREAM: &str = r#": OPENROUTER PROCESSING
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":null,"reasoning_details":[]},"finish_reason":null}]}
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[{"index":0,"delta":{"content":"","reasoning":"Add the","reasoning_details":[{"type":"reasoning.text","text":"Add the","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}
+
+: OPENROUTER PROCESSING
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[{"index":0,"delta":{"content":"","reasoning":" two numbers.","reasoning_details":[{"type":"reasoning.text","text":" two numbers.","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[{"index":0,"delta":{"content":"","reasoning":null,"reasoning_details":[{"type":"reasoning.text","signature":"c2lnLTc=","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[{"index":0,"delta":{"content":"It is 5.","reasoning":null,"reasoning_details":[]},"finish_reason":"stop"}]}
+
+data: {"id":"gen-7","model":"anthropic/claude-sonnet-4","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21}}
+
+data: [DONE]
+
+"#;
+
+#[tokio::test]
+async fn openrouter_reasoning_keeps_its_signature_once_and_marked_as_openrouters() {
+    let server = Server::always(Reply::sse(OPENROUTER_SIGNED_STREAM)).await;
+    let model = harness_providers::OpenRouter::builder("anthropic/claude-sonnet-4")
+        .api_key("k")
+        .base_url(&server.url)
+        .build()
+        .unwrap();
+    let events = support::collect_events(&model, &[Message::user("2 + 3?")], &[]).await;
+    let thinking: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            LlmEvent::ThinkingDelta(delta) => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The details' copy of the text is not read twice.
+    assert_eq!(thinking, ["Add the", " two numbers."]);
+    let turn = support::completed(&events);
+    assert_eq!(turn.content(), "It is 5.");
+    assert_eq!(
+        turn.blocks(),
+        [
+            Block::from(Thinking::signed("Add the two numbers.", "c2lnLTc=")),
+            Block::text("It is 5."),
+        ]
+    );
+    let Block::Thinking(signed) = &turn.blocks()[0] else {
+        panic!("{:?}", turn.blocks())
+    };
+    // Valid only where it came from: Anthropic's own API is not sent OpenRouter's signature.
+    assert_eq!(signed.provider.as_deref(), Some("openrouter"));
+    let anthropic = Anthropic::builder("claude-sonnet-4")
+        .api_key("k")
+        .build()
+        .unwrap();
+    let messages = [
+        Message::user("2 + 3?"),
+        Message::assistant(harness_core::Content::from_blocks(turn.blocks().to_vec())),
+        Message::user("And 3 + 4?"),
+    ];
+    let body = anthropic.request_body(&Request::new(&messages), false);
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([{"type": "text", "text": "It is 5."}]),
+        "{body}"
+    );
+}
+
+#[test]
+fn reasoning_details_alone_give_the_text_and_the_encrypted_reasoning() {
+    // A server that sends only the details: their text (or summary) is the reasoning, and
+    // each encrypted detail is a redacted block after it. A plain stream's reasoning stays
+    // unsigned and unmarked.
+    let answer = json!({
+        "id": "gen-8", "model": "openai/o4-mini",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Paris.",
+            "reasoning_details": [
+                {"type": "reasoning.summary", "summary": "Recall the capital.", "index": 0},
+                {"type": "reasoning.encrypted", "data": "ZW5jLTE=", "index": 1},
+                {"type": "reasoning.encrypted", "data": "", "index": 2}
+            ]
+        }}]
+    });
+    let response = harness_providers::parse::openai(&answer).unwrap();
+    assert_eq!(
+        response.blocks(),
+        [
+            Block::from(Thinking::new("Recall the capital.")),
+            Block::from(Thinking::redacted("ZW5jLTE=")),
+            Block::text("Paris."),
+        ]
+    );
+    for block in &response.blocks()[..2] {
+        let Block::Thinking(thinking) = block else {
+            panic!("{block:?}")
+        };
+        assert_eq!(thinking.provider.as_deref(), Some("openai"));
+    }
+
+    // Details that are `null` or `[]` change nothing; a key given twice is refused.
+    let (_, plain) = decode(
+        StreamFormat::OpenAi,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"r\",\"reasoning_details\":null}}]}\n\n\
+         data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\",\"reasoning_details\":[]},\"finish_reason\":\"stop\"}]}\n\n\
+         data: [DONE]\n\n",
+    );
+    assert_eq!(
+        plain.blocks(),
+        [Block::from(Thinking::new("r")), Block::text("ok")]
+    );
+    let Block::Thinking(unmarked) = &plain.blocks()[0] else {
+        panic!("{:?}", plain.blocks())
+    };
+    assert_eq!(unmarked.provider, None);
+    let err = decode_stream(
+        StreamFormat::OpenAi,
+        b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_details\":[],\"reasoning_details\":[]}}]}\n\ndata: [DONE]\n\n",
+        7,
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("reasoning_details"), "{err}");
+}
