@@ -665,6 +665,16 @@ struct UsageIn {
     cache_read_input_tokens: Option<Count>,
     #[serde(default, deserialize_with = "present")]
     cache_creation_input_tokens: Option<Count>,
+    /// Newer models say how much of the output was thinking.
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+/// `usage.output_tokens_details`.
+#[derive(Deserialize, Clone, Copy)]
+struct OutputDetails {
+    #[serde(default, deserialize_with = "present")]
+    thinking_tokens: Option<Count>,
 }
 
 impl UsageIn {
@@ -677,6 +687,7 @@ impl UsageIn {
         self.cache_creation_input_tokens = newer
             .cache_creation_input_tokens
             .or(self.cache_creation_input_tokens);
+        self.output_tokens_details = newer.output_tokens_details.or(self.output_tokens_details);
     }
 
     fn seen(&self) -> bool {
@@ -699,9 +710,11 @@ impl UsageIn {
             .saturating_add(cached)
             .saturating_add(written);
         let completion = read(self.output_tokens);
+        let thinking = self.output_tokens_details.and_then(|d| d.thinking_tokens);
         TokenUsage::new(prompt, completion, prompt.saturating_add(completion))
             .with_cached(cached)
             .with_cache_write(written)
+            .with_reasoning(read(thinking))
     }
 }
 

@@ -591,3 +591,34 @@ fn reasoning_details_alone_give_the_text_and_the_encrypted_reasoning() {
     .unwrap_err();
     assert!(err.to_string().contains("reasoning_details"), "{err}");
 }
+
+#[test]
+fn anthropic_thinking_tokens_are_the_reasoning_tokens() {
+    use harness_core::TokenUsage;
+    // Newer Claude models say how much of the output was thinking.
+    let answer = json!({
+        "id": "msg_9", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [{"type": "thinking", "thinking": "Small.", "signature": "s"},
+                    {"type": "text", "text": "4"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 30,
+                  "output_tokens_details": {"thinking_tokens": 26}}
+    });
+    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    let expected = TokenUsage::new(100, 30, 130)
+        .with_cached(90)
+        .with_reasoning(26);
+    assert_eq!(response.usage(), Some(&expected));
+
+    // Streamed: `message_start` has none, the final `message_delta` brings them; a later
+    // usage without details keeps the count.
+    let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_9\",\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":90,\"output_tokens\":1}}}\n\n\
+         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
+         event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"4\"}}\n\n\
+         event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+         event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":30,\"output_tokens_details\":{\"thinking_tokens\":26}}}\n\n\
+         event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":30}}\n\n\
+         event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let (_, streamed) = decode(StreamFormat::Anthropic, body);
+    assert_eq!(streamed.usage(), Some(&expected));
+}
