@@ -17,8 +17,9 @@ use crate::message::ToolCall;
 /// `prompt_tokens`, reported rather than deducted: a cached token still occupies the context
 /// window, so a token budget keeps counting the full figure. Likewise `reasoning_tokens` is
 /// the part of `completion_tokens` a reasoning model spent thinking (OpenAI's
-/// `completion_tokens_details.reasoning_tokens`, Gemini's `thoughtsTokenCount`; Anthropic
-/// does not report it apart, so it stays 0 there).
+/// `completion_tokens_details.reasoning_tokens`, Gemini's `thoughtsTokenCount`, Anthropic's
+/// `output_tokens_details.thinking_tokens`; 0 where a model does not report it apart, as
+/// older Claude models do not).
 ///
 /// The struct is `#[non_exhaustive]` (a vendor's next figure is a new field): build one with
 /// [`new`](TokenUsage::new) and the `with_*` setters.
