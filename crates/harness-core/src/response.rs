@@ -130,17 +130,26 @@ pub enum FinishReason {
     Length,
     /// The vendor's content filter stopped it.
     Filtered,
+    /// The model tried to call a tool and the vendor dropped the call, unread: Gemini's
+    /// `MALFORMED_FUNCTION_CALL` (arguments its decoder could not read) and
+    /// `UNEXPECTED_TOOL_CALL` (a tool the request did not offer). The turn carries no tool
+    /// calls, only whatever text came before the broken one;
+    /// [`CompletionResponse::finish_message`] has the vendor's words when it gave any. The
+    /// agent tells the model and asks again rather than taking that text as its answer.
+    #[serde(rename = "malformed_tool_call")]
+    MalformedToolCall,
     /// A reason this library does not map.
     Other,
 }
 
 impl FinishReason {
-    /// The wire name: `stop`, `length`, `filtered` or `other`.
+    /// The wire name: `stop`, `length`, `filtered`, `malformed_tool_call` or `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stop => "stop",
             Self::Length => "length",
             Self::Filtered => "filtered",
+            Self::MalformedToolCall => "malformed_tool_call",
             Self::Other => "other",
         }
     }
@@ -230,6 +239,8 @@ pub struct CompletionResponse {
     id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    finish_message: Option<String>,
 }
 
 impl CompletionResponse {
@@ -293,6 +304,19 @@ impl CompletionResponse {
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
+    }
+
+    /// Sets what the vendor said about why the turn ended, beside its finish reason (Gemini's
+    /// `finishMessage`).
+    pub fn with_finish_message(mut self, message: impl Into<String>) -> Self {
+        self.finish_message = Some(message.into());
+        self
+    }
+
+    /// What the vendor said about why the turn ended, when it said anything: for a
+    /// [`FinishReason::MalformedToolCall`], often the broken call itself.
+    pub fn finish_message(&self) -> Option<&str> {
+        self.finish_message.as_deref()
     }
 
     /// The vendor's id for this response, when it sent one.

@@ -619,6 +619,8 @@ fn finish_reason(value: &str) -> FinishReason {
         "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
             FinishReason::Filtered
         }
+        // The vendor dropped a call it could not read, or one of a tool not offered.
+        "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => FinishReason::MalformedToolCall,
         _ => FinishReason::Other,
     }
 }
@@ -656,6 +658,10 @@ struct Candidate<'a> {
     content: Option<ContentIn<'a>>,
     #[serde(borrow, default)]
     finish_reason: Text<'a>,
+    /// Why it stopped, in words; sent with an unusual finish (for a malformed call, often
+    /// the call's own text).
+    #[serde(borrow, default)]
+    finish_message: Text<'a>,
 }
 
 #[derive(Deserialize)]
@@ -751,6 +757,7 @@ pub(crate) struct ContentAccumulator<'v> {
     calls: Vec<ToolCall>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
+    finish_message: Option<String>,
 }
 
 impl<'v> ContentAccumulator<'v> {
@@ -770,6 +777,7 @@ impl<'v> ContentAccumulator<'v> {
             calls: Vec::new(),
             usage: None,
             finish: None,
+            finish_message: None,
         }
     }
 
@@ -814,6 +822,7 @@ impl<'v> ContentAccumulator<'v> {
         if let Some(reason) = &candidate.finish_reason {
             self.finish = Some(finish_reason(reason));
         }
+        crate::wire::keep_first(&mut self.finish_message, candidate.finish_message.as_ref());
         let parts = candidate.content.iter().flat_map(|c| c.parts.iter());
         for part in parts {
             if let (Some(signature), None) = (&part.thought_signature, &self.signature) {
@@ -891,6 +900,9 @@ impl Accumulator for ContentAccumulator<'_> {
         }
         if let Some(model) = self.model.take() {
             response = response.with_model(model);
+        }
+        if let Some(message) = self.finish_message.take() {
+            response = response.with_finish_message(message);
         }
         Ok(response)
     }

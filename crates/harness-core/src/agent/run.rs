@@ -159,6 +159,7 @@ impl AgentInner {
                 .map_err(|e| e.with_state(|| spent.snapshot(&transcript)))?;
             let crossed = self.account(&response, &mut spent);
             let text = response.content().to_owned();
+            let dropped_call = dropped_call_notice(&response);
             let (blocks, calls, _, finish_reason) = response.into_parts();
             let content = Content::from_blocks(blocks);
 
@@ -183,6 +184,12 @@ impl AgentInner {
 
             if calls.is_empty() {
                 Arc::make_mut(&mut transcript).push(Message::assistant(content));
+                // The vendor dropped a broken call: its text is no answer; the model is told
+                // and asked again, as for arguments that are not JSON.
+                if let Some(notice) = dropped_call {
+                    Arc::make_mut(&mut transcript).push(Message::user(notice));
+                    continue;
+                }
                 match self.answer(&mut transcript, text, finish_reason) {
                     Some((output, reason)) => {
                         return Ok(spent.finish(transcript, output, reason, Vec::new()));
@@ -621,6 +628,26 @@ impl AgentInner {
         insert_in_call_order(Arc::make_mut(transcript), messages);
         Ok((!questions.is_empty()).then_some(questions))
     }
+}
+
+/// What the model is told when the vendor dropped a tool call it could not use
+/// ([`FinishReason::MalformedToolCall`] and no calls), the vendor's words included; `None`
+/// for every other turn.
+fn dropped_call_notice(response: &CompletionResponse) -> Option<String> {
+    if response.finish_reason() != FinishReason::MalformedToolCall
+        || !response.tool_calls().is_empty()
+    {
+        return None;
+    }
+    let said = response
+        .finish_message()
+        .map(|m| format!(" The service said: {}", m.trim()))
+        .unwrap_or_default();
+    Some(format!(
+        "Error: your last tool call could not be read by the service, so it was dropped and \
+         not run.{said} Call a tool you were given again, with arguments that are one JSON \
+         object matching its parameters, or answer without a tool."
+    ))
 }
 
 /// The result a call gets when its arguments are not one JSON object: what was wrong, the

@@ -1,0 +1,216 @@
+//! A tool call the vendor dropped: Gemini answers `MALFORMED_FUNCTION_CALL` (arguments its
+//! decoder could not read) or `UNEXPECTED_TOOL_CALL` with no call, sometimes with the text
+//! that came before the broken call and a `finishMessage`. The shapes are those of public
+//! reports of real answers (an empty `content` object, or none; the usage without
+//! candidate tokens). The reader marks the turn [`FinishReason::MalformedToolCall`] and keeps
+//! the vendor's words; the agent does not take the leftover text as its answer but tells the
+//! model and asks again, within the run's step budget.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use harness_core::{Agent, Budget, FinishReason, Role, StopReason};
+use harness_providers::{Gemini, StreamFormat, decode_stream, parse};
+use serde_json::{Value, json};
+use support::{Reply, Server};
+
+/// Get the weather in a city.
+///
+/// * `city` - The city.
+#[harness_core::tool]
+fn get_weather(city: String) -> String {
+    format!("Sunny in {city}.")
+}
+
+const BROKEN: &str = "Malformed function call: print(default_api.get_weather(city=Paris))";
+
+fn malformed(with_text: bool) -> Value {
+    let content = if with_text {
+        json!({"role": "model", "parts": [{"text": "Let me look that up."}]})
+    } else {
+        json!({})
+    };
+    json!({
+        "candidates": [{"content": content, "finishReason": "MALFORMED_FUNCTION_CALL",
+                        "finishMessage": BROKEN, "index": 0}],
+        "usageMetadata": {"promptTokenCount": 33, "totalTokenCount": 33},
+        "modelVersion": "gemini-2.0-flash"
+    })
+}
+
+fn call() -> Value {
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}
+        ]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": 5, "totalTokenCount": 45}
+    })
+}
+
+fn answer() -> Value {
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Sunny in Paris."}]},
+                        "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 4, "totalTokenCount": 54}
+    })
+}
+
+fn sse(chunks: &[Value]) -> Vec<u8> {
+    chunks
+        .iter()
+        .map(|c| format!("data: {c}\r\n\r\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn a_dropped_call_is_marked_and_keeps_the_vendors_words() {
+    for with_text in [false, true] {
+        let response = parse::gemini(&malformed(with_text)).unwrap();
+        assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+        assert_eq!(response.finish_message(), Some(BROKEN));
+        assert!(response.tool_calls().is_empty());
+        let text = if with_text {
+            "Let me look that up."
+        } else {
+            ""
+        };
+        assert_eq!(response.content(), text);
+        assert_eq!(response.usage().unwrap().total_tokens, 33);
+    }
+    // No content at all, and a tool that was not offered.
+    let unexpected = json!({"candidates": [{"finishReason": "UNEXPECTED_TOOL_CALL"}]});
+    let response = parse::gemini(&unexpected).unwrap();
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+    assert_eq!(response.finish_message(), None);
+    assert_eq!(
+        FinishReason::MalformedToolCall.as_str(),
+        "malformed_tool_call"
+    );
+    assert_eq!(
+        serde_json::to_value(FinishReason::MalformedToolCall).unwrap(),
+        json!("malformed_tool_call")
+    );
+
+    // Streamed: the text first, then the finish with its message in a chunk of its own.
+    let body = sse(&[
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Let me "}]}}]}),
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "look."}]}}]}),
+        json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": BROKEN}],
+               "usageMetadata": {"promptTokenCount": 33, "totalTokenCount": 33}}),
+    ]);
+    let response = decode_stream(StreamFormat::Gemini, &body, 5, |_| {}).unwrap();
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+    assert_eq!(response.finish_message(), Some(BROKEN));
+    assert_eq!(response.content(), "Let me look.");
+}
+
+fn model(url: &str) -> Gemini {
+    Gemini::builder("gemini-2.0-flash")
+        .api_key("k")
+        .base_url(url)
+        .build()
+        .unwrap()
+}
+
+/// The three turns a vendor answers in order: a dropped call, the call again, the answer.
+fn three_turns(streamed: bool) -> impl Fn(usize, &support::Request) -> Reply {
+    move |i, _| {
+        let turn = match i {
+            0 => malformed(true),
+            1 => call(),
+            _ => answer(),
+        };
+        if streamed {
+            Reply::sse(sse(&[turn]))
+        } else {
+            Reply::json(200, turn.to_string())
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_agent_tells_the_model_and_asks_again() {
+    for streamed in [false, true] {
+        let server = Server::start(three_turns(streamed)).await;
+        let agent = Agent::builder(model(&server.url))
+            .tool(GetWeather)
+            .build()
+            .unwrap();
+        let state = if streamed {
+            let mut events = agent.stream_events("Weather in Paris?");
+            let mut last = None;
+            while let Some(event) = futures_util::StreamExt::next(&mut events).await {
+                last = Some(event.unwrap());
+            }
+            match last {
+                Some(harness_core::AgentEvent::Finished(state)) => *state,
+                other => panic!("the run did not finish: {other:?}"),
+            }
+        } else {
+            agent.run("Weather in Paris?").await.unwrap()
+        };
+        assert_eq!(
+            state.stop_reason,
+            StopReason::Answer,
+            "streamed: {streamed}"
+        );
+        assert_eq!(state.output_text(), "Sunny in Paris.");
+        // Every turn is kept: the leftover text, the notice, the call, its result, the answer.
+        let roles: Vec<Role> = state.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant
+            ]
+        );
+        assert_eq!(state.messages[1].content.text(), "Let me look that up.");
+        let notice = state.messages[2].content.text();
+        assert!(notice.contains("could not be read"), "{notice}");
+        assert!(notice.contains(BROKEN), "the vendor's words: {notice}");
+        // The dropped turn was paid for: its tokens are counted.
+        assert_eq!(state.usage.total_tokens, 33 + 45 + 54);
+
+        // The second request carries the leftover text as the model's turn and the notice as
+        // the user's, so the model sees what happened.
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3);
+        let contents = requests[1].json()["contents"].clone();
+        assert_eq!(contents.as_array().unwrap().len(), 3, "{contents}");
+        assert_eq!(contents[1]["role"], "model");
+        assert_eq!(contents[1]["parts"][0]["text"], "Let me look that up.");
+        assert_eq!(contents[2]["role"], "user");
+        assert!(
+            contents[2]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(BROKEN)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_breaking_its_calls_ends_at_the_step_budget() {
+    let server = Server::always(Reply::json(200, malformed(false).to_string())).await;
+    let agent = Agent::builder(model(&server.url))
+        .tool(GetWeather)
+        .budget(Budget::new().with_steps(3))
+        .build()
+        .unwrap();
+    let state = agent.run("Weather in Paris?").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::StepBudget);
+    assert_eq!(server.requests().len(), 3);
+    // Nothing was run, and an empty model turn is never sent back (Gemini refuses empty
+    // parts): each request holds the prompt and the notices so far.
+    let last = server.requests()[2].json();
+    let contents = last["contents"].as_array().unwrap().clone();
+    assert_eq!(contents.len(), 3, "{contents:?}");
+    assert!(contents.iter().all(|c| c["role"] == "user"));
+    assert!(state.messages.iter().all(|m| m.role != Role::Tool));
+}
