@@ -57,11 +57,13 @@ fn answer() -> Value {
 }
 
 fn sse(chunks: &[Value]) -> Vec<u8> {
-    chunks
-        .iter()
-        .map(|c| format!("data: {c}\r\n\r\n"))
-        .collect::<String>()
-        .into_bytes()
+    let mut body = Vec::new();
+    for chunk in chunks {
+        body.extend_from_slice(b"data: ");
+        body.extend_from_slice(chunk.to_string().as_bytes());
+        body.extend_from_slice(b"\r\n\r\n");
+    }
+    body
 }
 
 #[test]

@@ -184,13 +184,7 @@ impl AgentInner {
 
             if calls.is_empty() {
                 Arc::make_mut(&mut transcript).push(Message::assistant(content));
-                // The vendor dropped a broken call: its text is no answer; the model is told
-                // and asked again, as for arguments that are not JSON.
-                if let Some(notice) = dropped_call {
-                    Arc::make_mut(&mut transcript).push(Message::user(notice));
-                    continue;
-                }
-                match self.answer(&mut transcript, text, finish_reason) {
+                match self.answer(&mut transcript, text, finish_reason, dropped_call) {
                     Some((output, reason)) => {
                         return Ok(spent.finish(transcript, output, reason, Vec::new()));
                     }
@@ -231,13 +225,21 @@ impl AgentInner {
     }
 
     /// A turn without tool calls, already recorded: the run's output and why it ends, or
-    /// `None` when the model is asked again (for a structured answer in the right shape).
+    /// `None` when the model is asked again (for a structured answer in the right shape, or
+    /// for the call the vendor dropped, told in `dropped_call`).
     fn answer(
         &self,
         transcript: &mut Transcript,
         text: String,
         finish_reason: FinishReason,
+        dropped_call: Option<String>,
     ) -> Option<(Value, StopReason)> {
+        // The vendor dropped a broken call: the text before it is no answer. The model is
+        // told and asked again, as for arguments that are not JSON.
+        if let Some(notice) = dropped_call {
+            Arc::make_mut(transcript).push(Message::user(notice));
+            return None;
+        }
         let complete = finish_reason == FinishReason::Stop;
         let Some(output) = &self.output else {
             let reason = if complete {
