@@ -132,7 +132,8 @@ pub enum FinishReason {
     Filtered,
     /// The model tried to call a tool and the vendor dropped the call, unread: Gemini's
     /// `MALFORMED_FUNCTION_CALL` (arguments its decoder could not read) and
-    /// `UNEXPECTED_TOOL_CALL` (a tool the request did not offer). The turn carries no tool
+    /// `UNEXPECTED_TOOL_CALL` (a tool the request did not offer), Groq's `tool_use_failed`
+    /// (a call that does not fit the tool's schema, refused with a 400). The turn carries no tool
     /// calls, only whatever text came before the broken one;
     /// [`CompletionResponse::finish_message`] has the vendor's words when it gave any. The
     /// agent tells the model and asks again rather than taking that text as its answer.

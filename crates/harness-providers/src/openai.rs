@@ -1,7 +1,7 @@
 //! OpenAI Chat Completions, and every gateway and local server that speaks it.
 
 use harness_core::{
-    Block, BoxStream, CompletionResponse, Content, FinishReason, Llm, LlmEvent, Message,
+    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
     ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
     ToolSpec,
 };
@@ -247,7 +247,10 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 #[async_trait::async_trait]
 impl Llm for OpenAi {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let answer = self.client.post(PATH, &self.body(&request, false)).await?;
+        let answer = match self.client.post(PATH, &self.body(&request, false)).await {
+            Ok(answer) => answer,
+            Err(error) => return refused_call(error),
+        };
         ChatAccumulator::new(self.vendor()).answer(&answer)
     }
 
@@ -1189,6 +1192,8 @@ pub(crate) struct ChatAccumulator<'v> {
     calls: Vec<CallSlot>,
     usage: Option<TokenUsage>,
     finish: Option<FinishReason>,
+    /// The vendor's words on a call it refused (see [`refused_call`]).
+    finish_message: Option<String>,
     done: bool,
 }
 
@@ -1217,6 +1222,7 @@ impl<'v> ChatAccumulator<'v> {
             calls: Vec::new(),
             usage: None,
             finish: None,
+            finish_message: None,
             done: false,
         }
     }
@@ -1404,6 +1410,12 @@ impl Accumulator for ChatAccumulator<'_> {
             .fill(event.data, ids)
             .map_err(|e| json::unreadable(self.vendor(), &e, event.data))?;
         if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            // A call the vendor refused ends the turn; any other error ends the stream.
+            if let Some(message) = refused_call_message(error) {
+                self.finish = Some(FinishReason::MalformedToolCall);
+                self.finish_message = Some(message);
+                return Ok(());
+            }
             return Err(json::vendor_error(self.vendor(), error, event.data));
         }
         self.take(&chunk, Some(emit));
@@ -1470,8 +1482,67 @@ impl Accumulator for ChatAccumulator<'_> {
         if let Some(model) = self.model.take() {
             response = response.with_model(model);
         }
+        if let Some(message) = self.finish_message.take() {
+            response = response.with_finish_message(message);
+        }
         Ok(response)
     }
+}
+
+/// Groq (and a gateway relaying it) answers a turn whose tool call does not fit the tool's
+/// schema, or is not a call at all, with a 400 of code `tool_use_failed` (or, streamed, an
+/// error event of that code): its message names what was wrong, `failed_generation` holds
+/// what the model wrote. That is the model's malformed call, not a failed request, so it is
+/// a turn ending in [`FinishReason::MalformedToolCall`], the vendor's words kept, and the
+/// agent tells the model and asks again. Nothing of the refused call is run. Every other
+/// error stays the error it was.
+#[cold]
+#[inline(never)]
+fn refused_call(error: Error) -> Result<CompletionResponse> {
+    let refused = error
+        .provider()
+        .filter(|p| p.status() == Some(400))
+        .and_then(|p| {
+            let body = p.body()?;
+            match serde_json::from_str::<Value>(body) {
+                Ok(value) => refused_call_message(value.get("error").unwrap_or(&value)),
+                // The body's excerpt was cut: the message the error already read will do.
+                Err(_) => body
+                    .contains("tool_use_failed")
+                    .then(|| p.message().to_owned()),
+            }
+        });
+    match refused {
+        Some(message) => Ok(CompletionResponse::default()
+            .with_finish_reason(FinishReason::MalformedToolCall)
+            .with_finish_message(message)),
+        None => Err(error),
+    }
+}
+
+/// The vendor's words for an error object of code `tool_use_failed`: its message, then the
+/// model's own text (its first 2,000 characters) when there is any.
+#[cold]
+#[inline(never)]
+fn refused_call_message(error: &Value) -> Option<String> {
+    if error.get("code").and_then(Value::as_str) != Some("tool_use_failed") {
+        return None;
+    }
+    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+    let mut message = text("message").trim().to_owned();
+    let generation = text("failed_generation").trim();
+    if !generation.is_empty() {
+        let cut: String = generation.chars().take(2000).collect();
+        let more = if cut.len() < generation.len() {
+            "..."
+        } else {
+            ""
+        };
+        for piece in [" What the model wrote: ", cut.as_str(), more] {
+            message.push_str(piece);
+        }
+    }
+    Some(message)
 }
 
 macro_rules! compatible {

@@ -4,14 +4,16 @@
 //! reports of real answers (an empty `content` object, or none; the usage without
 //! candidate tokens). The reader marks the turn [`FinishReason::MalformedToolCall`] and keeps
 //! the vendor's words; the agent does not take the leftover text as its answer but tells the
-//! model and asks again, within the run's step budget.
+//! model and asks again, within the run's step budget. Groq refuses such a call with a 400
+//! of code `tool_use_failed` (or, streamed, an error event of that code): the same turn.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 use harness_core::{Agent, Budget, FinishReason, Role, StopReason};
-use harness_providers::{Gemini, StreamFormat, decode_stream, parse};
+use harness_core::{Llm as _, Request};
+use harness_providers::{Gemini, Groq, OpenAi, StreamFormat, decode_stream, parse};
 use serde_json::{Value, json};
 use support::{Reply, Server};
 
@@ -215,4 +217,142 @@ async fn a_model_that_keeps_breaking_its_calls_ends_at_the_step_budget() {
     assert_eq!(contents.len(), 3, "{contents:?}");
     assert!(contents.iter().all(|c| c["role"] == "user"));
     assert!(state.messages.iter().all(|m| m.role != Role::Tool));
+}
+
+/// Groq's refusal, as its SDK documents the body.
+fn groq_refusal(generation: &str) -> Value {
+    json!({"error": {
+        "message": "Tool call validation failed: parameters for tool get_weather did not match schema: errors: [missing properties: 'city']",
+        "type": "invalid_request_error",
+        "code": "tool_use_failed",
+        "failed_generation": generation
+    }})
+}
+
+fn groq(url: &str) -> OpenAi {
+    Groq::builder("openai/gpt-oss-20b")
+        .api_key("k")
+        .base_url(url)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn groqs_refused_call_is_a_turn_not_a_failure() {
+    let generation = r#"{"name": "get_weather", "arguments": {"town": "Paris"}}"#;
+    let server = Server::always(Reply::json(400, groq_refusal(generation).to_string())).await;
+    let response = groq(&server.url).generate(Request::new(&[])).await.unwrap();
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+    assert!(response.tool_calls().is_empty(), "nothing refused is run");
+    let said = response.finish_message().unwrap();
+    assert!(said.starts_with("Tool call validation failed"), "{said}");
+    assert!(
+        said.ends_with(&format!("What the model wrote: {generation}")),
+        "{said}"
+    );
+    assert_eq!(server.requests().len(), 1, "a refusal is not retried");
+
+    // A body longer than the error keeps: the message is still the vendor's.
+    let long = "x".repeat(5000);
+    let server = Server::always(Reply::json(400, groq_refusal(&long).to_string())).await;
+    let response = groq(&server.url).generate(Request::new(&[])).await.unwrap();
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+    assert!(
+        response
+            .finish_message()
+            .unwrap()
+            .starts_with("Tool call validation failed")
+    );
+
+    // Any other 400 stays the error it is.
+    let other = json!({"error": {"message": "bad model", "type": "invalid_request_error",
+                                 "code": "model_not_found"}});
+    let server = Server::always(Reply::json(400, other.to_string())).await;
+    let error = groq(&server.url)
+        .generate(Request::new(&[]))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(400));
+
+    // Streamed: text, then the refusal as an error event; the text is kept.
+    let body = "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Checking.\"}}]}\n\n"
+        .to_owned()
+        + &format!("data: {}\n\n", groq_refusal(""));
+    let (events, response) = {
+        let mut events = Vec::new();
+        let response =
+            decode_stream(StreamFormat::OpenAi, body.as_bytes(), 3, |e| events.push(e)).unwrap();
+        (events, response)
+    };
+    assert_eq!(
+        events,
+        [harness_core::LlmEvent::TextDelta("Checking.".into())]
+    );
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
+    assert_eq!(response.content(), "Checking.");
+    assert!(
+        response
+            .finish_message()
+            .unwrap()
+            .starts_with("Tool call validation failed")
+    );
+    // Another error event is still an error.
+    let other = format!(
+        "data: {}\n\n",
+        json!({"error": {"message": "overloaded", "code": "503"}})
+    );
+    assert!(decode_stream(StreamFormat::OpenAi, other.as_bytes(), 3, |_| {}).is_err());
+}
+
+#[tokio::test]
+async fn an_agent_on_groq_gets_its_refused_call_again() {
+    let server = Server::start(|i, _| match i {
+        0 => Reply::json(
+            400,
+            groq_refusal(r#"{"name": "get_weather", "arguments": {}}"#).to_string(),
+        ),
+        1 => Reply::json(
+            200,
+            json!({"id": "c2", "choices": [{"index": 0, "message": {"role": "assistant",
+            "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function":
+            {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            "finish_reason": "tool_calls"}]})
+            .to_string(),
+        ),
+        _ => Reply::json(
+            200,
+            json!({"id": "c3", "choices": [{"index": 0, "message": {"role": "assistant",
+            "content": "Sunny in Paris."}, "finish_reason": "stop"}]})
+            .to_string(),
+        ),
+    })
+    .await;
+    let agent = Agent::builder(groq(&server.url))
+        .tool(GetWeather)
+        .build()
+        .unwrap();
+    let state = agent.run("Weather in Paris?").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::Answer);
+    assert_eq!(state.output_text(), "Sunny in Paris.");
+    let notice = state.messages[2].content.text();
+    assert!(notice.contains("missing properties: 'city'"), "{notice}");
+    // The second request tells the model; the empty turn goes as an empty assistant text.
+    let second = server.requests()[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("missing properties")
+    );
+    assert_eq!(
+        state
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .count(),
+        1
+    );
 }
