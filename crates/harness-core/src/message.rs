@@ -253,8 +253,8 @@ impl ToolCall {
         Value::Object(self.arguments.clone())
     }
 
-    /// The arguments as JSON text for a vendor that takes text: what the model sent when
-    /// it was not an object, so the transcript replays the model's own words.
+    /// The arguments as JSON text: what the model sent when it was not an object, else the
+    /// object's text.
     pub fn arguments_text(&self) -> String {
         match &self.raw_arguments {
             Some(raw) => raw.clone(),

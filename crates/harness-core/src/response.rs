@@ -133,7 +133,8 @@ pub enum FinishReason {
     /// The model tried to call a tool and the vendor dropped the call, unread: Gemini's
     /// `MALFORMED_FUNCTION_CALL` (arguments its decoder could not read) and
     /// `UNEXPECTED_TOOL_CALL` (a tool the request did not offer), Groq's `tool_use_failed`
-    /// (a call that does not fit the tool's schema, refused with a 400). The turn carries no tool
+    /// (a call that does not fit the tool's schema, refused with a 400), llama.cpp's and
+    /// Ollama's 500 for a call whose arguments they could not parse. The turn carries no tool
     /// calls, only whatever text came before the broken one;
     /// [`CompletionResponse::finish_message`] has the vendor's words when it gave any. The
     /// agent tells the model and asks again rather than taking that text as its answer.

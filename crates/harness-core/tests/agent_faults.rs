@@ -60,6 +60,12 @@ async fn arguments_that_are_not_json_are_not_run_and_the_model_is_told_why() {
         "{}",
         results[0]
     );
+    // What the model sent is quoted: vendors are sent `{}` for the call.
+    assert!(
+        results[0].contains("You sent:\n{\"text\": \"hi\" oops}\n"),
+        "{}",
+        results[0]
+    );
     // The parser's own words (serde_json says where it stopped).
     assert!(results[0].contains("line 1 column"), "{}", results[0]);
     assert!(results[0].ends_with("send the arguments again as a JSON object."));
@@ -94,8 +100,8 @@ async fn arguments_that_are_json_but_not_an_object_are_not_run() {
             results,
             [format!(
                 "Error: the arguments for 'write_note' are not one JSON object (a JSON object \
-                 was expected, got {kind}). The call was not run; send the arguments again as \
-                 a JSON object."
+                 was expected, got {kind}). You sent:\n{sent}\nThe call was not run; send the \
+                 arguments again as a JSON object."
             )]
         );
     }
@@ -345,4 +351,24 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
         toolbox.call("screenshot", json!({})).await.unwrap(),
         "a screenshot"
     );
+}
+
+#[tokio::test]
+async fn long_broken_arguments_are_quoted_back_cut_short() {
+    let sent = format!("{{\"text\": \"{}", "é".repeat(2_000));
+    let state = run_with_call(
+        ToolCall::parse("write_note", &sent).with_id("c1"),
+        FinishReason::Stop,
+    )
+    .await;
+    let results = tool_results(&state);
+    let quoted: String = sent.chars().take(500).collect();
+    assert!(
+        results[0].contains(&format!("You sent:\n{quoted}...\nThe call was not run")),
+        "{}",
+        results[0]
+    );
+    // The transcript keeps all of it.
+    let call = &state.messages[1].tool_calls[0];
+    assert_eq!(call.raw_arguments.as_deref(), Some(sent.as_str()));
 }

@@ -606,8 +606,11 @@ impl Serialize for MessageWire<'_> {
     }
 }
 
-/// An assistant turn's calls, each with its arguments as JSON text (what the model sent,
-/// verbatim, when it was not an object).
+/// An assistant turn's calls, each with its arguments as JSON text of an object. A call whose
+/// arguments were not one ([`ToolCall::raw_arguments`]; never run) is sent with `{}`, as
+/// Anthropic and Gemini need it: vLLM and SGLang parse every call of the history and refuse
+/// the whole request (a 500, every turn after) when one is not JSON. The model reads what it
+/// wrote in that call's result.
 struct Calls<'a>(&'a [ToolCall]);
 
 impl Serialize for Calls<'_> {
@@ -622,23 +625,14 @@ impl Serialize for Calls<'_> {
         #[derive(Serialize)]
         struct Function<'a> {
             name: &'a str,
-            arguments: Arguments<'a>,
-        }
-        #[derive(Serialize)]
-        #[serde(untagged)]
-        enum Arguments<'a> {
-            Raw(&'a str),
-            Object(JsonText<'a, Map<String, Value>>),
+            arguments: JsonText<'a, Map<String, Value>>,
         }
         serializer.collect_seq(self.0.iter().map(|call| Call {
             id: call.id.as_deref().unwrap_or(""),
             kind: "function",
             function: Function {
                 name: &call.name,
-                arguments: match &call.raw_arguments {
-                    Some(raw) => Arguments::Raw(raw),
-                    None => Arguments::Object(JsonText(&call.arguments)),
-                },
+                arguments: JsonText(&call.arguments),
             },
         }))
     }
@@ -1489,27 +1483,30 @@ impl Accumulator for ChatAccumulator<'_> {
     }
 }
 
-/// Groq (and a gateway relaying it) answers a turn whose tool call does not fit the tool's
-/// schema, or is not a call at all, with a 400 of code `tool_use_failed` (or, streamed, an
-/// error event of that code): its message names what was wrong, `failed_generation` holds
-/// what the model wrote. That is the model's malformed call, not a failed request, so it is
-/// a turn ending in [`FinishReason::MalformedToolCall`], the vendor's words kept, and the
-/// agent tells the model and asks again. Nothing of the refused call is run. Every other
-/// error stays the error it was.
+/// A server that could not use the tool call its model wrote says so with an error, not an
+/// answer: Groq (and a gateway relaying it) with a 400 of code `tool_use_failed` when the
+/// call does not fit the tool's schema (`failed_generation` holds what the model wrote);
+/// llama.cpp ("Failed to parse tool call arguments as JSON") and Ollama ("error parsing tool
+/// call") with a 500 when its arguments are not JSON, often cut at the output limit; each
+/// also as an error event of a stream. That is the model's malformed call, not a failed
+/// request (a 500 is first retried as any 500 is, since a new sample may come out whole): a
+/// turn ending in [`FinishReason::MalformedToolCall`], the server's words kept, so the agent
+/// tells the model and asks again. Nothing of the refused call is run. Every other error
+/// stays the error it was.
 #[cold]
 #[inline(never)]
 fn refused_call(error: Error) -> Result<CompletionResponse> {
     let refused = error
         .provider()
-        .filter(|p| p.status() == Some(400))
+        .filter(|p| matches!(p.status(), Some(400 | 500)))
         .and_then(|p| {
             let body = p.body()?;
             match serde_json::from_str::<Value>(body) {
                 Ok(value) => refused_call_message(value.get("error").unwrap_or(&value)),
                 // The body's excerpt was cut: the message the error already read will do.
-                Err(_) => body
-                    .contains("tool_use_failed")
-                    .then(|| p.message().to_owned()),
+                Err(_) => (body.contains("tool_use_failed")
+                    || UNPARSED_CALL.iter().any(|start| body.contains(start)))
+                .then(|| p.message().to_owned()),
             }
         });
     match refused {
@@ -1520,16 +1517,26 @@ fn refused_call(error: Error) -> Result<CompletionResponse> {
     }
 }
 
-/// The vendor's words for an error object of code `tool_use_failed`: its message, then the
-/// model's own text (its first 2,000 characters) when there is any.
+/// How llama.cpp and Ollama begin the message of an error refusing their model's tool call.
+const UNPARSED_CALL: [&str; 2] = [
+    "Failed to parse tool call arguments as JSON",
+    "error parsing tool call",
+];
+
+/// The server's words for an error object (or text) that refuses the model's tool call (see
+/// [`refused_call`]): its message, then the model's own text (its first 2,000 characters)
+/// when the server gave it apart.
 #[cold]
 #[inline(never)]
 fn refused_call_message(error: &Value) -> Option<String> {
-    if error.get("code").and_then(Value::as_str) != Some("tool_use_failed") {
+    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+    let message = error.as_str().unwrap_or_else(|| text("message")).trim();
+    let refused = text("code") == "tool_use_failed"
+        || UNPARSED_CALL.iter().any(|start| message.starts_with(start));
+    if !refused {
         return None;
     }
-    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
-    let mut message = text("message").trim().to_owned();
+    let mut message = message.to_owned();
     let generation = text("failed_generation").trim();
     if !generation.is_empty() {
         let cut: String = generation.chars().take(2000).collect();

@@ -5,7 +5,8 @@
 //! candidate tokens). The reader marks the turn [`FinishReason::MalformedToolCall`] and keeps
 //! the vendor's words; the agent does not take the leftover text as its answer but tells the
 //! model and asks again, within the run's step budget. Groq refuses such a call with a 400
-//! of code `tool_use_failed` (or, streamed, an error event of that code): the same turn.
+//! of code `tool_use_failed`, llama.cpp and Ollama with a 500 (after the client's retries),
+//! each also as an error event of a stream: the same turn.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -13,7 +14,10 @@ mod support;
 
 use harness_core::{Agent, Budget, FinishReason, Role, StopReason};
 use harness_core::{Llm as _, Request};
-use harness_providers::{Gemini, Groq, OpenAi, StreamFormat, decode_stream, parse};
+use harness_providers::rest::RetryPolicy;
+use harness_providers::{
+    Gemini, Groq, LlamaCpp, Ollama, OpenAi, StreamFormat, decode_stream, parse,
+};
 use serde_json::{Value, json};
 use support::{Reply, Server};
 
@@ -355,4 +359,86 @@ async fn an_agent_on_groq_gets_its_refused_call_again() {
             .count(),
         1
     );
+}
+
+/// llama.cpp's 500 when its model's call is not JSON (as its server sends it).
+const LLAMA_CPP_REFUSAL: &str = r#"{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 17: syntax error while parsing value - invalid string: missing closing quote; last read: '\"Paris'","type":"server_error"}}"#;
+
+/// Ollama's, as its native API sends it and as its OpenAI-compatible one wraps it.
+const OLLAMA_REFUSALS: [&str; 2] = [
+    r#"{"error":"error parsing tool call: raw='{\"city\":\"Paris}', err=unexpected end of JSON input"}"#,
+    r#"{"error":{"message":"error parsing tool call: raw='{\"city\":\"Paris}', err=unexpected end of JSON input","type":"api_error","param":null,"code":null}}"#,
+];
+
+/// Two attempts, the second right after the first.
+fn quick_retry() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 2,
+        base_delay: std::time::Duration::from_millis(1),
+        max_delay: std::time::Duration::from_millis(1),
+    }
+}
+
+#[tokio::test]
+async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retrying() {
+    let cases = [
+        (
+            "llama.cpp",
+            LLAMA_CPP_REFUSAL,
+            "Failed to parse tool call arguments as JSON",
+        ),
+        ("ollama", OLLAMA_REFUSALS[0], "error parsing tool call"),
+        ("ollama /v1", OLLAMA_REFUSALS[1], "error parsing tool call"),
+    ];
+    for (server_name, body, said) in cases {
+        let server = Server::always(Reply::json(500, body)).await;
+        let model = if server_name == "llama.cpp" {
+            LlamaCpp::builder("m")
+                .base_url(&server.url)
+                .retry(quick_retry())
+                .build()
+                .unwrap()
+        } else {
+            Ollama::builder("m")
+                .base_url(&server.url)
+                .retry(quick_retry())
+                .build()
+                .unwrap()
+        };
+        let response = model.generate(Request::new(&[])).await.unwrap();
+        assert_eq!(
+            response.finish_reason(),
+            FinishReason::MalformedToolCall,
+            "{server_name}"
+        );
+        assert!(response.tool_calls().is_empty());
+        assert!(
+            response.finish_message().unwrap().starts_with(said),
+            "{server_name}: {:?}",
+            response.finish_message()
+        );
+        // A 500 is retried first, as any: a new sample may come out whole.
+        assert_eq!(server.requests().len(), 2, "{server_name}");
+    }
+
+    // Any other 500 stays the error it is.
+    let server = Server::always(Reply::json(
+        500,
+        r#"{"error":{"code":500,"message":"out of memory","type":"server_error"}}"#,
+    ))
+    .await;
+    let error = LlamaCpp::builder("m")
+        .base_url(&server.url)
+        .retry(RetryPolicy::none())
+        .build()
+        .unwrap()
+        .generate(Request::new(&[]))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(500));
+
+    // Streamed, llama.cpp sends the refusal as an error event.
+    let body = format!("data: {LLAMA_CPP_REFUSAL}\n\n");
+    let response = decode_stream(StreamFormat::OpenAi, body.as_bytes(), 4, |_| {}).unwrap();
+    assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
 }

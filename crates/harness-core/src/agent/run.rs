@@ -652,6 +652,9 @@ fn dropped_call_notice(response: &CompletionResponse) -> Option<String> {
     ))
 }
 
+/// How much of arguments that are not one JSON object the model is shown again.
+const QUOTED_ARGUMENTS_CHARS: usize = 500;
+
 /// The result a call gets when its arguments are not one JSON object: what was wrong, the
 /// parser's words, and what to do. The call is not run.
 fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<String> {
@@ -664,9 +667,16 @@ fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<
             call.name
         )
     } else {
+        // Vendors are sent `{}` for such a call (some refuse a history holding text that is
+        // not JSON), so the model reads here what it wrote.
+        let sent = call.raw_arguments.as_deref().unwrap_or_default();
+        let mut quoted: String = sent.chars().take(QUOTED_ARGUMENTS_CHARS).collect();
+        if quoted.len() < sent.len() {
+            quoted.push_str("...");
+        }
         format!(
-            "Error: the arguments for '{}' are not one JSON object ({problem}). The call was \
-             not run; send the arguments again as a JSON object.",
+            "Error: the arguments for '{}' are not one JSON object ({problem}). You sent:\n\
+             {quoted}\nThe call was not run; send the arguments again as a JSON object.",
             call.name
         )
     })
