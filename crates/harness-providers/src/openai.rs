@@ -1481,6 +1481,10 @@ impl Accumulator for ChatAccumulator<'_> {
         }
         Ok(response)
     }
+
+    fn refused(&mut self, error: Error) -> Result<CompletionResponse> {
+        refused_call(error)
+    }
 }
 
 /// A server that could not use the tool call its model wrote says so with an error, not an
@@ -1492,7 +1496,8 @@ impl Accumulator for ChatAccumulator<'_> {
 /// request (a 500 is first retried as any 500 is, since a new sample may come out whole): a
 /// turn ending in [`FinishReason::MalformedToolCall`], the server's words kept, so the agent
 /// tells the model and asks again. Nothing of the refused call is run. Every other error
-/// stays the error it was.
+/// stays the error it was. A streamed request refused before its body starts gives the same
+/// turn ([`Accumulator::refused`]).
 #[cold]
 #[inline(never)]
 fn refused_call(error: Error) -> Result<CompletionResponse> {

@@ -12,6 +12,7 @@
 
 mod support;
 
+use futures_util::StreamExt as _;
 use harness_core::{Agent, Budget, FinishReason, Role, StopReason};
 use harness_core::{Llm as _, Request};
 use harness_providers::rest::RetryPolicy;
@@ -268,7 +269,30 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
             .starts_with("Tool call validation failed")
     );
 
-    // Any other 400 stays the error it is.
+    // A streamed request refused before its body starts: the same turn, as the only event,
+    // borrowed or owned.
+    let server = Server::always(Reply::json(400, groq_refusal(generation).to_string())).await;
+    let model = groq(&server.url);
+    let borrowed: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+    let owned: Vec<_> = model
+        .stream_events_owned(Request::new(&[]))
+        .unwrap()
+        .collect()
+        .await;
+    for events in [borrowed, owned] {
+        let [Ok(harness_core::LlmEvent::Completed(turn))] = &events[..] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(turn.finish_reason(), FinishReason::MalformedToolCall);
+        assert!(turn.tool_calls().is_empty());
+        assert!(
+            turn.finish_message()
+                .unwrap()
+                .ends_with(&format!("What the model wrote: {generation}"))
+        );
+    }
+
+    // Any other 400 stays the error it is, streamed or not.
     let other = json!({"error": {"message": "bad model", "type": "invalid_request_error",
                                  "code": "model_not_found"}});
     let server = Server::always(Reply::json(400, other.to_string())).await;
@@ -276,6 +300,12 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
         .generate(Request::new(&[]))
         .await
         .unwrap_err();
+    assert_eq!(error.status(), Some(400));
+    let model = groq(&server.url);
+    let events: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+    let [Err(error)] = &events[..] else {
+        panic!("{events:?}");
+    };
     assert_eq!(error.status(), Some(400));
 
     // Streamed: text, then the refusal as an error event; the text is kept.
@@ -419,6 +449,14 @@ async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retry
         );
         // A 500 is retried first, as any: a new sample may come out whole.
         assert_eq!(server.requests().len(), 2, "{server_name}");
+        // A streamed request answered so, before any event: the same turn.
+        let events: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+        let [Ok(harness_core::LlmEvent::Completed(turn))] = &events[..] else {
+            panic!("{server_name}: {events:?}");
+        };
+        assert_eq!(turn.finish_reason(), FinishReason::MalformedToolCall);
+        assert!(turn.finish_message().unwrap().starts_with(said));
+        assert_eq!(server.requests().len(), 4, "{server_name}");
     }
 
     // Any other 500 stays the error it is.

@@ -60,6 +60,17 @@ pub trait Accumulator: Send {
     /// An [`Incomplete`](ProviderErrorKind::Incomplete) error ([`json::incomplete`]) when
     /// the stream ended before the vendor's end mark: a cut stream is not a short answer.
     fn finish(&mut self) -> Result<CompletionResponse>;
+
+    /// The request failed before its body started, after the client's retries. A vendor
+    /// that refuses the model's own malformed tool call with an HTTP error (Groq's
+    /// `tool_use_failed`) returns here the turn that error stands for, as its non-streamed
+    /// reader does. By default the error ends the stream.
+    ///
+    /// # Errors
+    /// `error` itself when it is not such a refusal.
+    fn refused(&mut self, error: Error) -> Result<CompletionResponse> {
+        Err(error)
+    }
 }
 
 /// A response body as a stream of chunks.
@@ -252,7 +263,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             let started = std::task::ready!(request.as_mut().poll(cx));
             let Phase::Start {
                 client,
-                accumulator,
+                mut accumulator,
                 ..
             } = std::mem::replace(&mut this.phase, Phase::Done)
             else {
@@ -263,7 +274,10 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
                     let reader = open(&client, streaming, accumulator);
                     this.phase = Phase::Reading(Box::new(reader));
                 }
-                Err(e) => return Poll::Ready(Some(Err(e))),
+                Err(e) => {
+                    let turn = accumulator.refused(e);
+                    return Poll::Ready(Some(turn.map(|t| LlmEvent::Completed(Box::new(t)))));
+                }
             }
         }
         match &mut this.phase {
