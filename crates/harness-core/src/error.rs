@@ -307,11 +307,17 @@ pub enum ToolErrorKind {
     /// The tool needs a human's answer before it can produce a result: the run pauses and
     /// the answer becomes the call's result.
     NeedsHuman,
+    /// The tool did not finish within its timeout ([`ToolSpec::with_timeout`],
+    /// [`ToolboxBuilder::tool_timeout`](crate::tool::ToolboxBuilder::tool_timeout)) and was
+    /// stopped: its future was dropped.
+    ///
+    /// [`ToolSpec::with_timeout`]: crate::tool::ToolSpec::with_timeout
+    TimedOut,
 }
 
 impl ToolErrorKind {
-    /// A short name: `not_found`, `invalid_arguments`, `denied`, `failed` or `needs_human`
-    /// (the `error.type` of a tool call's span).
+    /// A short name: `not_found`, `invalid_arguments`, `denied`, `failed`, `needs_human` or
+    /// `timed_out` (the `error.type` of a tool call's span).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NotFound => "not_found",
@@ -319,6 +325,7 @@ impl ToolErrorKind {
             Self::Denied => "denied",
             Self::Failed => "failed",
             Self::NeedsHuman => "needs_human",
+            Self::TimedOut => "timed_out",
         }
     }
 
@@ -330,6 +337,7 @@ impl ToolErrorKind {
             "invalid_arguments" => Self::InvalidArguments,
             "denied" => Self::Denied,
             "needs_human" => Self::NeedsHuman,
+            "timed_out" => Self::TimedOut,
             _ => Self::Failed,
         }
     }
@@ -436,6 +444,21 @@ impl ToolError {
         error
     }
 
+    /// The call of `tool` did not finish within `limit` and was stopped.
+    pub fn timed_out(tool: impl Into<String>, limit: std::time::Duration) -> Self {
+        let tool = tool.into();
+        let mut error = Self::new(
+            ToolErrorKind::TimedOut,
+            format!(
+                "tool '{tool}' did not finish within {} and was stopped; try it with less \
+                 work, or another way",
+                Seconds(limit)
+            ),
+        );
+        error.0.tool = Some(tool);
+        error
+    }
+
     /// No tool is registered as `name`; `available` are the names that are.
     pub fn not_found(name: &str, available: &[&str]) -> Self {
         let message = if available.is_empty() {
@@ -497,6 +520,11 @@ impl ToolError {
         self.0.kind == ToolErrorKind::Denied
     }
 
+    /// True for [`ToolErrorKind::TimedOut`].
+    pub fn is_timed_out(&self) -> bool {
+        self.0.kind == ToolErrorKind::TimedOut
+    }
+
     /// True for [`ToolErrorKind::NotFound`].
     pub fn is_not_found(&self) -> bool {
         self.0.kind == ToolErrorKind::NotFound
@@ -512,6 +540,22 @@ impl ToolError {
                 )
             }
             _ => format!("Error: {}", self.0.message),
+        }
+    }
+}
+
+/// A duration as a person writes a timeout: `30s`, `1.5s`, `250ms`.
+struct Seconds(std::time::Duration);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis = self.0.as_millis();
+        if millis < 1000 {
+            write!(f, "{millis}ms")
+        } else if millis.is_multiple_of(1000) {
+            write!(f, "{}s", millis / 1000)
+        } else {
+            write!(f, "{}s", self.0.as_secs_f64())
         }
     }
 }

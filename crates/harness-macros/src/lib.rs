@@ -35,6 +35,10 @@ use proc_macro::TokenStream;
 ///   `E`'s text; a harness-core `Error` keeps its kind (so `Error::human_input` pauses the
 ///   run).
 /// - **Gating**: `#[tool(requires_approval)]` makes every call wait for approval.
+/// - **Timeout**: `#[tool(timeout_secs = 30)]` (or `2.5`) stops a call still running after
+///   that long; the model reads a timed-out error as the call's result. An `async fn` is
+///   stopped where it waits; a plain `fn` cannot be interrupted on its thread, so its late
+///   result is dropped.
 /// - **Blocking**: a plain `fn` runs on tokio's blocking pool, so it never stalls the other
 ///   calls of its turn.
 ///

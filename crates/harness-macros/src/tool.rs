@@ -17,6 +17,8 @@ struct Options {
     name: Option<LitStr>,
     description: Option<LitStr>,
     requires_approval: bool,
+    /// `timeout_secs = N`, in milliseconds.
+    timeout_ms: Option<u64>,
     krate: Option<syn::Path>,
 }
 
@@ -34,12 +36,14 @@ impl Options {
                 } else {
                     true
                 };
+            } else if meta.path.is_ident("timeout_secs") {
+                options.timeout_ms = Some(timeout_ms(&meta.value()?.parse()?)?);
             } else if meta.path.is_ident("crate") {
                 options.krate = Some(meta.value()?.parse()?);
             } else {
                 return Err(meta.error(
                     "unknown #[tool] option; expected `name = \"...\"`, `description = \"...\"`, \
-                     `requires_approval` or `crate = path`",
+                     `requires_approval`, `timeout_secs = N` or `crate = path`",
                 ));
             }
             Ok(())
@@ -47,6 +51,30 @@ impl Options {
         syn::parse::Parser::parse2(parser, attr)?;
         Ok(options)
     }
+}
+
+/// `timeout_secs`'s value (`30`, `2.5`) in whole milliseconds, at least one.
+fn timeout_ms(literal: &syn::Lit) -> syn::Result<u64> {
+    let seconds = match literal {
+        syn::Lit::Int(int) => int.base10_parse::<f64>()?,
+        syn::Lit::Float(float) => float.base10_parse::<f64>()?,
+        _ => {
+            return Err(syn::Error::new(
+                literal.span(),
+                "expected a number of seconds",
+            ));
+        }
+    };
+    let millis = (seconds * 1000.0).round();
+    if !(1.0..=1e15).contains(&millis) {
+        return Err(syn::Error::new(
+            literal.span(),
+            "a tool's timeout must be at least 1 ms (0.001 s); leave it out for no timeout",
+        ));
+    }
+    // In range and whole, checked above.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(millis as u64)
 }
 
 /// How one function parameter reaches the function.
@@ -105,6 +133,9 @@ fn generate(function: &mut ItemFn, options: &Options) -> syn::Result<TokenStream
         .as_ref()
         .map_or_else(|| doc.clone(), LitStr::value);
     let requires_approval = options.requires_approval;
+    let timeout = options.timeout_ms.map(|ms| {
+        quote! { .with_timeout(::std::time::Duration::from_millis(#ms)) }
+    });
     let struct_ident = Ident::new(&pascal_case(&fn_ident.unraw().to_string()), fn_ident.span());
 
     let arguments = ArgumentCode::new(&params, &doc, &krate);
@@ -149,6 +180,7 @@ fn generate(function: &mut ItemFn, options: &Options) -> syn::Result<TokenStream
                         #(#schema_calls)*
                         #krate::__private::ToolSpec::new(#tool_name, #description, __params.build())
                             .with_requires_approval(#requires_approval)
+                            #timeout
                     })
                 }
 

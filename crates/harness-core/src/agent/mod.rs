@@ -23,6 +23,7 @@ mod stream;
 use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -451,6 +452,7 @@ pub struct AgentBuilder {
     middleware: Option<Arc<dyn Middleware>>,
     output: Option<Result<OutputType>>,
     settings: ModelSettings,
+    tool_timeout: Option<Duration>,
 }
 
 impl AgentBuilder {
@@ -467,6 +469,7 @@ impl AgentBuilder {
             middleware: None,
             output: None,
             settings: ModelSettings::default(),
+            tool_timeout: None,
         }
     }
 }
@@ -490,6 +493,18 @@ impl AgentBuilder {
     /// [`AgentBuilder::tool`] join it.
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {
         self.tools = toolbox;
+        self
+    }
+
+    /// Stops any tool call still running after `timeout`, for the tools without a timeout of
+    /// their own ([`ToolSpec::with_timeout`](crate::tool::ToolSpec::with_timeout),
+    /// `#[tool(timeout_secs = ...)]`): the call's future is dropped and the model reads
+    /// [`ToolError::timed_out`](crate::ToolError::timed_out) as its result, so the run goes
+    /// on. Over the toolbox's own [`tool_timeout`](crate::tool::ToolboxBuilder::tool_timeout).
+    /// No limit by default; zero is refused at `build()`. Needs Tokio's timer (as
+    /// `#[tokio::main]` gives).
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
         self
     }
 
@@ -549,14 +564,19 @@ impl AgentBuilder {
     ///
     /// # Errors
     /// A [`Configuration`](crate::ErrorKind::Configuration) error for a non-positive budget or
-    /// context limit, a tool name collision, a tool named `final_answer` beside an output type, an
-    /// output type that is not a struct, or a deny/ask rule naming a tool the agent does not have.
+    /// context limit, a tool name collision, a tool timeout of zero, a tool named `final_answer`
+    /// beside an output type, an output type that is not a struct, or a deny/ask rule naming a
+    /// tool the agent does not have.
     pub fn build(self) -> Result<Agent> {
         self.budget.validate()?;
         self.context.validate()?;
         let mut tools = self.tools;
         for tool in self.extra_tools {
             tools.register(tool)?;
+        }
+        if let Some(timeout) = self.tool_timeout {
+            crate::tool::check_tool_timeout(Some(timeout))?;
+            crate::tool::set_tool_timeout(&mut tools, timeout);
         }
         let output = self.output.transpose()?;
         let mut specs = tools.specs().to_vec();

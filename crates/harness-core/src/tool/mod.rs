@@ -21,8 +21,8 @@ pub use human::{ElicitationMode, ElicitationRequest, ElicitationResponse, Human}
 pub use schema::ParametersBuilder;
 pub(crate) use schema::object_schema_for;
 pub(crate) use toolbox::Gate;
-pub(crate) use toolbox::panicked;
 pub use toolbox::{Toolbox, ToolboxBuilder};
+pub(crate) use toolbox::{check_tool_timeout, panicked, set_tool_timeout};
 
 use crate::error::ToolError;
 use crate::message::Content;
@@ -43,6 +43,11 @@ pub struct ToolSpec {
     /// Whether each call waits for a human's approval (or the toolbox's approve callback).
     #[serde(default)]
     pub requires_approval: bool,
+    /// How long one call may run before it is stopped and the model reads
+    /// [`ToolError::timed_out`] as its result; `None` leaves it to the toolbox's
+    /// [`tool_timeout`](ToolboxBuilder::tool_timeout), if any. Approval is not timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl ToolSpec {
@@ -53,12 +58,24 @@ impl ToolSpec {
             description: description.into(),
             parameters,
             requires_approval: false,
+            timeout: None,
         }
     }
 
     /// Sets whether each call waits for approval.
     pub fn with_requires_approval(mut self, requires_approval: bool) -> Self {
         self.requires_approval = requires_approval;
+        self
+    }
+
+    /// Stops each call still running after `timeout` (its future is dropped, so what it
+    /// owns is released, a child process killed); the model reads [`ToolError::timed_out`]
+    /// as the call's result and the run goes on. This tool's own limit, over the toolbox's
+    /// [`tool_timeout`](ToolboxBuilder::tool_timeout). A zero timeout is refused when the
+    /// tool is added (at `build()`).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 

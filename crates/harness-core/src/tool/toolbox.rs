@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use serde_json::Value;
@@ -63,6 +65,8 @@ pub struct Toolbox {
     schemas: Vec<Value>,
     index: HashMap<String, usize>,
     human: Option<Arc<dyn Human>>,
+    /// How long a call of a tool without its own timeout may run.
+    timeout: Option<Duration>,
 }
 
 impl Toolbox {
@@ -88,6 +92,12 @@ impl Toolbox {
     /// are the public way in, so a collision is reported once, at `build()`.)
     pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
         let name = tool.spec().name.clone();
+        if tool.spec().timeout == Some(Duration::ZERO) {
+            return Err(Error::configuration(format!(
+                "tool '{name}' has a timeout of zero, which would stop every call before it \
+                 starts; give it a positive timeout, or none"
+            )));
+        }
         if let Some(&at) = self.index.get(&name) {
             if same_tool(self.tools[at].as_ref(), tool.as_ref()) {
                 return Ok(self);
@@ -108,6 +118,12 @@ impl Toolbox {
     /// during the call instead of pausing a run.
     pub fn can_ask(&self) -> bool {
         self.human.is_some()
+    }
+
+    /// How long a call of a tool without a timeout of its own may run
+    /// ([`ToolboxBuilder::tool_timeout`]).
+    pub fn tool_timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The [`Human`] gated calls and questions go to, if one is set.
@@ -276,9 +292,16 @@ impl Toolbox {
         {
             ctx = ctx.with_shared_human(Arc::clone(human));
         }
-        AssertUnwindSafe(tool.call_content(arguments, ctx))
-            .catch_unwind()
-            .await
+        let call = AssertUnwindSafe(tool.call_content(arguments, ctx)).catch_unwind();
+        let finished = match spec.timeout.or(self.timeout) {
+            None => call.await,
+            // Boxed as `dyn`: only a timed call pays for the timer, in its future and in code.
+            Some(limit) => match timed(call, limit).await {
+                Ok(finished) => finished,
+                Err(_) => return Err(ToolError::timed_out(name, limit)),
+            },
+        };
+        finished
             .unwrap_or_else(|panic| Err(panicked(name, panic.as_ref())))
             .map_err(|error| error.for_tool(name))
     }
@@ -299,6 +322,31 @@ impl Toolbox {
             ToolError::not_found(name, &available)
         })
     }
+}
+
+/// `call`, stopped at `limit`.
+fn timed<'a, T: 'a>(
+    call: impl Future<Output = T> + Send + 'a,
+    limit: Duration,
+) -> Pin<Box<dyn Future<Output = std::result::Result<T, tokio::time::error::Elapsed>> + Send + 'a>>
+{
+    Box::pin(tokio::time::timeout(limit, call))
+}
+
+/// A default tool timeout of zero would stop every call before it starts.
+pub(crate) fn check_tool_timeout(timeout: Option<Duration>) -> Result<()> {
+    if timeout == Some(Duration::ZERO) {
+        return Err(Error::configuration(
+            "the tool timeout is zero, which would stop every call before it starts; give a \
+             positive timeout, or none",
+        ));
+    }
+    Ok(())
+}
+
+/// Sets the default tool timeout (an agent's [`tool_timeout`](crate::AgentBuilder::tool_timeout)).
+pub(crate) fn set_tool_timeout(toolbox: &mut Toolbox, timeout: Duration) {
+    toolbox.timeout = Some(timeout);
 }
 
 /// A tool that panicked, as an error the model can read.
@@ -380,14 +428,28 @@ impl ToolboxBuilder {
         self.human(Approver::from_async(approve))
     }
 
+    /// Stops any call still running after `timeout`, for the tools without a timeout of
+    /// their own ([`ToolSpec::with_timeout`]): its future is dropped and the model reads
+    /// [`ToolError::timed_out`] as the call's result, so one tool that hangs (a server that
+    /// never answers, a loop) cannot hang the run. Approval is not timed. No limit by
+    /// default; a zero timeout is refused at `build()`. The timer is Tokio's: a timed call
+    /// needs a runtime with its time driver (`#[tokio::main]` and `Runtime::new` have it).
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.toolbox.timeout = Some(timeout);
+        self
+    }
+
     /// The toolbox.
     ///
     /// # Errors
-    /// The first name collision met while adding tools.
+    /// The first name collision met while adding tools, or a tool timeout of zero.
     pub fn build(self) -> Result<Toolbox> {
         match self.error {
             Some(e) => Err(e),
-            None => Ok(self.toolbox),
+            None => {
+                check_tool_timeout(self.toolbox.timeout)?;
+                Ok(self.toolbox)
+            }
         }
     }
 }
