@@ -29,7 +29,8 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), deepharness::Error> {
 //! let tools = Toolbox::builder().tool(Add).build()?;
-//! assert_eq!(tools.call("add", json!({"a": 2, "b": 3})).await?, "5");
+//! let sum = tools.call("add", json!({"a": 2, "b": 3}), Default::default()).await?;
+//! assert_eq!(sum.text(), "5");
 //! # Ok(())
 //! # }
 //! ```
@@ -52,56 +53,35 @@
 //!   `Duration`) or checked when the thing is built, never in a fallible setter.
 //! - One way in: a tool (a value or an `Arc<dyn Tool>`) goes through `.tool(..)`, many
 //!   through `.tools(..)`, a whole toolbox through `.toolbox(..)`.
+//! - One way to do each thing: a variation of an operation is an option in an options
+//!   value, not another method. A run's options go in its [`agent::RunInput`] (dependencies,
+//!   settings, a journal); a tool call's in [`agent::CallOptions`] (the context, a timeout);
+//!   a graph run's in `graph::GraphInput` (the wave limit, a journal); an edge's in the
+//!   `graph::Edge` that `Graph::connect` returns (`.when(..)`, `.loop_back()`).
+//! - Two ways to run, the same everywhere: `run` to the end, `stream` for progress as it
+//!   goes (an agent, a graph, a research workflow); `Agent::run_blocking` for synchronous
+//!   code.
 //!
 //! # Coming from the Python original
 //!
 //! | Python | Rust |
 //! | --- | --- |
-//! | `DeepHarnessError` and its subclasses | [`Error`], one opaque type with a [`kind`](Error::kind) and `is_*` predicates, the error underneath kept as its source; [`errors::ToolError`] for what a tool returns |
+//! | `DeepHarnessError` and its subclasses | [`Error`], one opaque type with a [`kind`](Error::kind) and `is_*` predicates, the error underneath kept as its source; [`errors::ToolError`] for what a tool returns; [`errors::RunError`], a failed run's error with its state beside it |
 //! | `Finished`, `TextDelta`, `StepStarted`, ... at the root | variants of [`AgentEvent`] |
 //! | `agent.arun(...)` / `agent.run(...)` | `agent.run(...).await` / `agent.run_blocking(...)` |
+//! | `agent.astream_events(...)` / `agent.astream(...)` | `agent.stream(...)` / `agent.stream(...).text()`; `.blocking()` for the sync forms |
+//! | `agent.arun(state, deps=d)` | `agent.run(RunInput::new(state).with_deps(d))` |
 //! | `Agent(model, tools=..., ...)` | `Agent::builder(model).tool(..).build()?` |
-//! | `agent.as_tool(name=None, description=None)` | [`Agent::as_tool`] / [`Agent::as_named_tool`] |
+//! | `agent.as_tool(name=None, description=None)` | [`Agent::as_tool`], then `.with_name(..)` / `.with_description(..)` |
+//! | `Toolbox(tools, approve=f)` | `Toolbox::builder().tools(..).human(approve_fn(f))` |
+//! | `graph.connect(a, b, condition=c, loop=True)` | `graph.connect(a, b).when("c", c).loop_back()` |
+//! | `executor.run(state, max_steps=n)` | `executor.run(GraphInput::new(state).with_max_steps(n))` |
 //! | `@tool` | `#[tool]` on a `fn` or `async fn`, which defines a unit struct named in `CamelCase` |
 //! | `Fallback(a, b)`, `Caching(m)`, `RateLimited(m, rps=2)`, `Retrying(m)` | `a.with_fallback(b)`, `m.cached()`, `m.rate_limited(Duration::from_millis(500))`, `m.retrying(1)` (`providers::LlmExt`) |
 //! | `graph.merge_dicts` | `graph::merge_maps` |
 //! | `NodeSpec` | `graph::NodeId`, the handle `Graph::add` returns |
 //! | `MCPServer`, `MCPError` | `tools::McpServer`, `errors::McpError` |
 //! | `Wrapping` (base of the wrappers) | none needed: a wrapper is a type holding a model and implementing [`Llm`]; each built-in wrapper has `inner()` |
-//!
-//! # Old names and their new homes
-//!
-//! The API took its 0.1 shape before the first release. What an earlier checkout of this
-//! repository called by another name, or exported elsewhere:
-//!
-//! | before | now |
-//! | --- | --- |
-//! | `deepharness::{CompletionResponse, TokenUsage}` | [`providers::CompletionResponse`], [`providers::TokenUsage`] |
-//! | `deepharness::Tool` | [`agent::Tool`] |
-//! | `deepharness::GraphState` | `graph::GraphState` |
-//! | `deepharness::{ModelChoice, model_from_spec}` | `providers::ModelChoice`, `providers::model_from_spec` |
-//! | `prelude::{AgentState, Budget, Ctx, Llm, Message, Toolbox, Tool, ToolSpec, CompletionResponse, TokenUsage, ModelChoice}` | the root, [`agent`] and [`providers`]; the prelude is `Agent`, `AgentEvent`, `Error`, `tool`, `model_from_env_or_test` |
-//! | `model_from_env()`, falling back to the test model | `model_from_env().await`, an error listing what it looked for when nothing is configured; `model_from_env_or_test().await` for the fallback |
-//! | `Agent::builder().model(m)`, `.shared_model(arc)` | `Agent::builder(m)` (an `Arc<dyn Llm>` is a model too); there is no model-less agent |
-//! | `AgentBuilder::shared_tool(arc)`, `ToolboxBuilder::shared(arc)` | `.tool(arc)` ([`agent::IntoTool`]) |
-//! | `Toolbox::register`, `register_shared` | [`Toolbox::builder`], or [`Toolbox::into_builder`] to add to one |
-//! | `Toolbox::with_approver`, `with_async_approver` | [`agent::ToolboxBuilder::approve`], [`approve_async`](agent::ToolboxBuilder::approve_async) |
-//! | `Toolbox::call_with`, `call_content_with`, `Gate` | internal to the agent loop; [`Toolbox::call`] outside a run |
-//! | `Message::human`, `Message::ai` | [`Message::user`], [`Message::assistant`] |
-//! | `agent::Hooks`, `agent::NoMiddleware` | [`agent::Middleware`] |
-//! | `ContextPolicy::max_tokens(n)`, `tool_result_chars(..)`, `keep_last(n)`, `pruner(p)` | `with_max_tokens(n)`, `with_tool_result_chars(..)`, `with_keep_last(n)`, `with_pruner(p)` |
-//! | `ContextPolicy::max_tokens_limit()`, `tool_result_limit()`, `keep_last_count()` | `max_tokens()`, `tool_result_chars()`, `keep_last()` |
-//! | `agent.as_tool(name, description)` | [`Agent::as_named_tool`]; [`Agent::as_tool`] takes the defaults |
-//! | `agent::{DENIED_BY_POLICY, DENIED_BY_USER, NOT_RUN_*, REFUSED_BY_MIDDLEWARE, FINAL_ANSWER_ACCEPTED, ASK_FOR_FINAL_ANSWER, ANSWER_DOES_NOT_FIT}`, `agent::truncate` | internal; the texts are in the agents guide |
-//! | `graph::{Topology, Condition}`, `Executor::topology()` | internal; `Executor::diagram()` draws the shape |
-//! | `Fallback::new(a, vec![b])?`, `.on(f)` | `a.with_fallback(b)`, `.with_condition(f)` |
-//! | `Caching::new(m).maxsize(n)?.ttl(d)?` | `m.cached().with_capacity(n).with_ttl(d)` |
-//! | `RateLimited::new(m, rps)?.burst(n)?` | `m.rate_limited(interval).with_burst(n)` |
-//! | `Retrying::new(m).attempts(n)?.backoff(d)` | `m.retrying(n - 1).with_backoff(d)` |
-//! | `Llm::generate(messages, tools)`; the providers' `temperature(..)`, `reasoning_effort(..)`, `max_tokens(..)` | `Llm::generate(request)` ([`providers::Request`]); [`providers::ModelSettings`] on the provider, the agent or the run |
-//! | `errors::{CoreError, ToolsError}` and the facade's wrapper enum | one [`Error`]; `errors::ToolsError` is reached with [`Error::downcast_ref`] |
-//! | `Error::Provider(p)`, `Error::RunFailed(..)`, `Error::TokenBudgetExceeded` | [`Error::provider`], [`Error::state`], `StopReason::TokenBudget` (the run ends `Ok`) |
-//! | `Error::human_input(q)`, `err.tool_result_text()`, `is_tool_not_found`, `is_tool_denied`, `is_human_input_required` | [`errors::ToolError::needs_human`], [`model_text`](errors::ToolError::model_text), `is_not_found`, `is_denied`, `is_needs_human` |
 
 // Lets `#[tool]` name `::deepharness` inside this crate's own doctests.
 extern crate self as deepharness;
@@ -120,17 +100,18 @@ pub use harness_providers::{
     OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
 };
 
-/// The loop's own types: the builder, run input, the context policy, events, stop reasons,
-/// paused calls, middleware, tools and their specs.
+/// The loop's own types: the builder, a run's input and options, its stream, its error, the
+/// context policy, events, stop reasons, paused calls, middleware, the journal, tools, their
+/// specs and call options.
 pub mod agent {
     pub use harness_core::agent::{
         Agent, AgentBuilder, AgentEvent, AgentState, AgentTool, BlockingIter, Budget,
-        ContextPolicy, FINAL_TOOL, Middleware, PendingHumanInput, Prune, RunInput, StopReason,
-        estimate_tokens,
+        ContextPolicy, FINAL_TOOL, Journal, Middleware, PendingHumanInput, Prune, RunError,
+        RunInput, RunStream, Step, StopReason, estimate_tokens,
     };
     pub use harness_core::{
-        Ctx, IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox,
-        ToolboxBuilder,
+        CallOptions, Ctx, IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate,
+        Toolbox, ToolboxBuilder,
     };
 }
 
@@ -138,14 +119,13 @@ pub mod agent {
 /// `diagram()`.
 #[cfg(feature = "graph")]
 pub mod graph {
-    // What `#[derive(GraphState)]` names in the code it generates; users name it from
-    // `errors`.
+    // What `#[derive(GraphState)]` names in the code it generates.
     #[doc(hidden)]
-    pub use harness_graph::GraphError;
+    pub use harness_graph::__private;
     pub use harness_graph::reducers::{self, concat, merge_maps};
     pub use harness_graph::{
-        DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, GraphUpdate, NodeId, NodeRef,
-        Place,
+        DEFAULT_MAX_STEPS, Edge, Executor, Graph, GraphEvent, GraphInput, GraphOutput, GraphState,
+        GraphStopReason, GraphUpdate, NodeError, NodeFuture, NodeId, NodeJournal, NodeRef, Place,
     };
 }
 
@@ -172,7 +152,9 @@ pub mod durable {
 /// tools, web search.
 pub mod tools {
     pub use harness_core::agent::{Decision, Permissions, Rule};
-    pub use harness_core::{ElicitationMode, ElicitationRequest, ElicitationResponse, Human};
+    pub use harness_core::{
+        ApproveFn, ElicitationMode, ElicitationRequest, ElicitationResponse, Human, approve_fn,
+    };
     #[cfg(feature = "mcp-server")]
     pub use harness_tools::mcp::McpToolServer;
     #[cfg(feature = "tools")]
@@ -198,8 +180,9 @@ pub mod providers {
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
     pub use harness_core::{
         Block, BoxStream, CompletionResponse, Content, Document, FinishReason, Image, ImageSource,
-        Llm, LlmEvent, ModelSettings, OutputSchema, ReasoningLevel, Request, Role, Text, Thinking,
-        TokenUsage, ToolCall, ToolChoice, ToolSpec, replay,
+        Llm, LlmEvent, ModelInfo, ModelSettings, OutputSchema, OwnedRequest, ReasoningLevel,
+        Request, Role, Supports, Text, Thinking, TokenUsage, ToolCall, ToolChoice, ToolSpec,
+        replay,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{
@@ -216,18 +199,17 @@ pub mod testing {
     pub use harness_core::testing::{FunctionModel, RequestRecord, ScriptedModel, TestModel};
 }
 
-/// Every error type. Only [`Error`] is re-exported at the root: every crate's failures
-/// convert into it, its [`ErrorKind`](errors::ErrorKind) says which family, and the types
-/// here are what [`Error::downcast_ref`] (or [`Error::provider`], [`Error::tool`]) reach.
+/// Every error type. Only [`Error`] is re-exported at the root: every crate's failures are
+/// one, its [`ErrorKind`](errors::ErrorKind) says which family, and the detail types here
+/// are what [`Error::downcast_ref`] (or [`Error::provider`], [`Error::tool`]) reach.
+/// [`ToolError`](errors::ToolError) is what a tool returns and the model reads;
+/// [`RunError`](errors::RunError) a failed run's error with its state beside it.
 pub mod errors {
+    pub use harness_core::agent::RunError;
     pub use harness_core::{
         Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
         ToolError, ToolErrorKind,
     };
-    #[cfg(feature = "graph")]
-    pub use harness_graph::GraphError;
-    #[cfg(feature = "tools")]
-    pub use harness_tools::Error as ToolsError;
     #[cfg(feature = "tools")]
     pub use harness_tools::mcp::{McpError, McpErrorKind};
 }

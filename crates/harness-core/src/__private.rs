@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::error::ToolError;
+pub use crate::message::Content;
 pub use crate::tool::{Ctx, ParametersBuilder, Tool, ToolSpec};
 
 /// What a generated tool's code returns: a result the model reads, or a [`ToolError`].

@@ -1,5 +1,4 @@
-//! A stream fed by a future: the way every progress stream of the workspace is built (the
-//! agent's events, a graph's updates, a research run's events).
+//! A stream fed by a future: how a watched run's events reach its stream.
 //!
 //! The producing future gets an [`Emitter`]; the returned [`ChannelStream`] polls that future
 //! and the channel together, so items arrive as they are sent, with no task spawned and no
@@ -34,7 +33,7 @@ struct Shared<T> {
 
 /// The sending half handed to a [`channel_stream`] producer.
 #[derive(Debug)]
-pub struct Emitter<T> {
+pub(crate) struct Emitter<T> {
     shared: Arc<Mutex<Shared<T>>>,
 }
 
@@ -54,7 +53,7 @@ impl<T> Emitter<T> {
 
     /// Sends `item` to the stream. A stream that was dropped stopped listening; the producer
     /// is dropped with it, so nothing is lost that anyone would read.
-    pub fn emit(&self, item: T) {
+    pub(crate) fn emit(&self, item: T) {
         let mut shared = Shared::lock(&self.shared);
         if shared.closed {
             return;
@@ -74,7 +73,7 @@ impl<T> Emitter<T> {
     /// out before polling it again: no wake and no trip through the runtime's scheduler
     /// (a `yield_now` costs a poll of the I/O driver). Called anywhere else, it yields to
     /// the runtime.
-    pub async fn deliver(&self) {
+    pub(crate) async fn deliver(&self) {
         let channel = self.address();
         let mut paused = false;
         std::future::poll_fn(|cx| {
@@ -168,7 +167,7 @@ impl Drop for ProducerPoll {
 /// assert_eq!(numbers.collect::<Vec<_>>().await, [1, 2, 3]);
 /// # });
 /// ```
-pub fn channel_stream<T, F>(produce: impl FnOnce(Emitter<T>) -> F) -> ChannelStream<T, F>
+pub(crate) fn channel_stream<T, F>(produce: impl FnOnce(Emitter<T>) -> F) -> ChannelStream<T, F>
 where
     F: Future<Output = ()>,
 {
@@ -189,7 +188,7 @@ where
 }
 
 /// The stream [`channel_stream`] returns.
-pub struct ChannelStream<T, F> {
+pub(crate) struct ChannelStream<T, F> {
     run: Option<Pin<Box<F>>>,
     shared: Arc<Mutex<Shared<T>>>,
     /// Items already moved out of `shared` in one go, handed out without taking the lock:

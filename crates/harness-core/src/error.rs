@@ -6,9 +6,9 @@
 //! - Run limits and pauses are not errors at all: a run ends `Ok`, with its
 //!   [`StopReason`](crate::StopReason).
 //! - [`Error`]: everything else, one opaque type for every crate of the workspace (a kind,
-//!   a message that says what went wrong and what to do, the source kept, and for an error
-//!   that ended a run, the run so far), read through predicates and accessors, as
-//!   `reqwest::Error` is.
+//!   a message that says what went wrong and what to do, the source kept), read through
+//!   predicates and accessors, as `reqwest::Error` is. A run that fails hands its state back
+//!   beside the error ([`RunError`](crate::agent::RunError)).
 //! - [`ProviderError`]: a model vendor's failure, kept whole inside an [`Error`] of kind
 //!   [`ErrorKind::Provider`].
 
@@ -42,8 +42,8 @@ pub enum ErrorKind {
     Workspace,
     /// An MCP server failed (harness-tools): downcast the source to its `McpError`.
     Mcp,
-    /// A graph failed to build or run (harness-graph): downcast the source to its
-    /// `GraphError`.
+    /// A graph failed to run (harness-graph): a node failed (its own error is the source),
+    /// or branches of one wave wrote a field that declares no reducer.
     Graph,
 }
 
@@ -89,8 +89,8 @@ impl fmt::Display for ErrorKind {
 ///
 /// It displays as what went wrong and what to do; [`source`](std::error::Error::source)
 /// gives the error underneath, kept whole (a `reqwest::Error` inside a provider failure, an
-/// `McpError`, a `GraphError`), and [`Error::downcast_ref`] reaches it. An error that ended
-/// a run after it began carries the run so far ([`Error::state`]): run it again to continue.
+/// MCP server's `McpError`, a graph node's own error), and [`Error::downcast_ref`] reaches
+/// it.
 ///
 /// ```
 /// use harness_core::{Error, ErrorKind, ProviderError};
@@ -109,7 +109,6 @@ struct Inner {
     source: Option<Source>,
     timeout: bool,
     connect: bool,
-    state: Option<crate::agent::AgentState>,
 }
 
 impl Error {
@@ -121,7 +120,6 @@ impl Error {
             source: None,
             timeout: false,
             connect: false,
-            state: None,
         }))
     }
 
@@ -139,10 +137,10 @@ impl Error {
         Self::new(ErrorKind::Configuration, message)
     }
 
-    /// Keeps `source` as the error underneath this one.
+    /// Keeps `source` as the error underneath this one: an error, or one already boxed.
     #[must_use]
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.0.source = Some(Box::new(source));
+    pub fn with_source(mut self, source: impl Into<Source>) -> Self {
+        self.0.source = Some(source.into());
         self
     }
 
@@ -158,15 +156,6 @@ impl Error {
     #[must_use]
     pub fn connect_failed(mut self) -> Self {
         self.0.connect = true;
-        self
-    }
-
-    /// Adds the run so far, unless the error already carries one.
-    #[must_use]
-    pub fn with_state(mut self, state: impl FnOnce() -> crate::agent::AgentState) -> Self {
-        if self.0.state.is_none() {
-            self.0.state = Some(state());
-        }
         self
     }
 
@@ -217,22 +206,10 @@ impl Error {
         self.downcast_ref()
     }
 
-    /// The error underneath, as a `T`, when it is one (an `McpError`, a `GraphError`, a
-    /// `reqwest::Error`...).
+    /// The error underneath, as a `T`, when it is one (an `McpError`, a graph node's error,
+    /// a `reqwest::Error`...).
     pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
         self.0.source.as_deref().and_then(|s| s.downcast_ref())
-    }
-
-    /// The run so far, for an error that ended a run after it began: every message up to
-    /// the failure, its usage, stop reason `Unfinished`. Running it again continues the run;
-    /// a tool whose result is already in the transcript does not run again.
-    pub fn state(&self) -> Option<&crate::agent::AgentState> {
-        self.0.state.as_ref()
-    }
-
-    /// The run so far, owned (see [`Error::state`]).
-    pub fn into_state(self) -> Option<crate::agent::AgentState> {
-        self.0.state
     }
 
     /// A [`ErrorKind::Io`] error reading or writing `path`.
@@ -252,9 +229,6 @@ impl fmt::Debug for Error {
         }
         if self.0.timeout {
             d.field("timeout", &true);
-        }
-        if self.0.state.is_some() {
-            d.field("has_state", &true);
         }
         d.finish()
     }
@@ -289,6 +263,14 @@ impl From<ProviderError> for Error {
 impl From<ToolError> for Error {
     fn from(error: ToolError) -> Self {
         Self::from_source(ErrorKind::Tool, error)
+    }
+}
+
+/// A library error met inside a tool (a workspace refusing a path, a server failing): the
+/// call fails saying what the error says, the error kept as its source.
+impl From<Error> for ToolError {
+    fn from(error: Error) -> Self {
+        ToolError::failed(error.to_string()).with_source(error)
     }
 }
 

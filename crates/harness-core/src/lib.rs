@@ -5,13 +5,16 @@
 //!   [`Thinking`]): a transcript in the neutral `{"role", "content", ...}` form.
 //! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
 //!   [`ReasoningLevel`]: what a model hands back.
-//! - [`Llm`]: the one trait a model implements; [`LlmEvent`] for streaming.
-//! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`Ctx`] and the [`tool`](macro@tool) attribute macro: plain
-//!   functions a model can call.
+//! - [`Llm`]: the one trait a model implements (`generate`, `stream`, `info`); [`LlmEvent`]
+//!   for streaming, [`ModelInfo`] for what a model is and supports.
+//! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`CallOptions`], [`Ctx`] and the
+//!   [`tool`](macro@tool) attribute macro: plain functions a model can call.
 //! - [`Agent`] and the [`agent`] module: the think/act loop, its budgets, context policy,
 //!   structured output, approvals, permissions, middleware and sessions.
 //! - [`testing`]: deterministic offline models for testing agents.
-//! - [`Error`]: one error enum for the crate.
+//! - [`Error`]: the one error type of every crate (a kind, a message, the source kept);
+//!   [`ToolError`], what a tool returns and the model reads; [`RunError`], a failed run's
+//!   error with its state beside it.
 //!
 //! harness-core knows no vendor, no file system and no HTTP; providers and tools that talk
 //! to the outside world live in their own crates, behind [`Llm`] and [`Tool`].
@@ -49,10 +52,7 @@
 extern crate self as harness_core;
 
 pub mod agent;
-// Shared with harness-graph and harness-prebuilt, whose progress streams it builds; not
-// part of the API.
-#[doc(hidden)]
-pub mod channel;
+mod channel;
 pub mod content;
 mod error;
 mod llm;
@@ -66,19 +66,23 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
-pub use agent::{Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunInput, StopReason};
+pub use agent::{
+    Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream,
+    StopReason,
+};
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
 pub use error::{
     Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
     ToolError, ToolErrorKind,
 };
-pub use llm::{BoxStream, Llm, LlmEvent, replay};
+pub use llm::{BoxStream, Llm, LlmEvent, ModelInfo, Supports, replay};
 pub use message::{Content, Message, Role, ToolCall};
-pub use request::{ModelSettings, OutputSchema, Request, ToolChoice};
+pub use request::{ModelSettings, OutputSchema, OwnedRequest, Request, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
 pub use tool::{
-    Ctx, ElicitationMode, ElicitationRequest, ElicitationResponse, Human, IntoTool, LogLevel,
-    ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox, ToolboxBuilder,
+    ApproveFn, CallOptions, Ctx, ElicitationMode, ElicitationRequest, ElicitationResponse, Human,
+    IntoTool, LogLevel, ParametersBuilder, Tool, ToolSpec, ToolUpdate, Toolbox, ToolboxBuilder,
+    approve_fn,
 };
 
 /// Re-exported so a hand-written [`Llm`] or [`Tool`] needs no extra dependency.

@@ -7,7 +7,7 @@ use futures_util::{StreamExt, stream};
 
 use crate::content::Block;
 use crate::error::Result;
-use crate::request::Request;
+use crate::request::{OwnedRequest, Request};
 use crate::response::CompletionResponse;
 
 /// A boxed, `Send` stream, as the streaming methods return.
@@ -27,19 +27,137 @@ pub enum LlmEvent {
     Completed(Box<CompletionResponse>),
 }
 
+/// What a model is and what it can do, as [`Llm::info`] tells it.
+///
+/// ```
+/// use harness_core::{ModelInfo, Supports};
+///
+/// let info = ModelInfo::new("openai", "gpt-4o-mini")
+///     .with_context_window(128_000)
+///     .with_supports(Supports::new().with_tools(true).with_structured_output(true));
+/// assert_eq!(info.name(), "openai:gpt-4o-mini");
+/// assert!(info.supports.structured_output && !info.supports.reasoning);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModelInfo {
+    /// Who serves the model, as this library names the provider: `openai`, `anthropic`,
+    /// `groq`, ... (telemetry maps it to the OpenTelemetry GenAI name).
+    pub provider: String,
+    /// The model as the vendor names it: `gpt-4o-mini`.
+    pub model: String,
+    /// How many tokens the model reads and writes in one call, prompt and answer together,
+    /// when known.
+    pub context_window: Option<u64>,
+    /// What the model can be asked for.
+    pub supports: Supports,
+}
+
+impl ModelInfo {
+    /// A model `model` served by `provider`, its context window unknown, claiming no
+    /// capability.
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            model: model.into(),
+            context_window: None,
+            supports: Supports::default(),
+        }
+    }
+
+    /// Sets the context window, in tokens.
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// Sets what the model can be asked for.
+    #[must_use]
+    pub fn with_supports(mut self, supports: Supports) -> Self {
+        self.supports = supports;
+        self
+    }
+
+    /// `provider:model`, the short name logs and errors use (and [`model_from_spec`]-style
+    /// strings take).
+    ///
+    /// [`model_from_spec`]: https://docs.rs/deepharness-providers/latest/deepharness_providers/fn.model_from_spec.html
+    pub fn name(&self) -> String {
+        format!("{}:{}", self.provider, self.model)
+    }
+}
+
+/// What a model can be asked for: part of its [`ModelInfo`]. What the provider can send
+/// for the model; a given model may still refuse (not every model of a vendor sees
+/// images).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Supports {
+    /// Tool calls.
+    pub tools: bool,
+    /// Images in the request.
+    pub images: bool,
+    /// Native structured output: the model can be held to a [`Request::output`] schema. An
+    /// agent with a structured output sends the schema to such a model and reads its answer
+    /// directly; any other is offered a `final_answer` tool instead.
+    pub structured_output: bool,
+    /// A reasoning level ([`ModelSettings::reasoning`]) and the model's reasoning in the
+    /// answer.
+    pub reasoning: bool,
+}
+
+impl Supports {
+    /// Nothing claimed.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets whether tool calls are supported.
+    #[must_use]
+    pub fn with_tools(mut self, on: bool) -> Self {
+        self.tools = on;
+        self
+    }
+
+    /// Sets whether images are supported.
+    #[must_use]
+    pub fn with_images(mut self, on: bool) -> Self {
+        self.images = on;
+        self
+    }
+
+    /// Sets whether native structured output is supported.
+    #[must_use]
+    pub fn with_structured_output(mut self, on: bool) -> Self {
+        self.structured_output = on;
+        self
+    }
+
+    /// Sets whether reasoning is supported.
+    #[must_use]
+    pub fn with_reasoning(mut self, on: bool) -> Self {
+        self.reasoning = on;
+        self
+    }
+}
+
 /// A model: anything that turns a [`Request`] (the transcript, the tools, the settings) into
 /// a completion.
 ///
-/// [`generate`](Llm::generate) is the one required method. The streaming methods have
-/// defaults: a backend that cannot stream still works everywhere, its one result replayed
-/// as one delta per block and then [`LlmEvent::Completed`]. The request is one
-/// `#[non_exhaustive]` value, so what a request can say grows without breaking an
-/// implementor.
+/// Three methods. [`generate`](Llm::generate) is the one required. [`stream`](Llm::stream)
+/// has a default that replays one `generate` result as one delta per block and then
+/// [`LlmEvent::Completed`], so a backend that cannot stream still works everywhere.
+/// [`info`](Llm::info) says what the model is (`custom:llm` and no capability by default).
+/// The request is one `#[non_exhaustive]` value, so what a request can say grows without
+/// breaking an implementor.
 ///
-/// The trait is object-safe, so `Arc<dyn Llm>` is how a model is shared between agents.
+/// The trait is object-safe, so `Arc<dyn Llm>` is how a model is shared between agents
+/// (and `Arc<dyn Llm>` is itself an `Llm`). A wrapper (a fallback, a cache) implements all
+/// three methods, each in terms of the model it wraps.
 ///
 /// ```
-/// use harness_core::{async_trait, CompletionResponse, Llm, Message, Request, Result};
+/// use harness_core::{async_trait, CompletionResponse, Llm, Message, ModelInfo, Request, Result};
 ///
 /// /// Answers every question with the length of the last message.
 /// struct Counter;
@@ -50,84 +168,45 @@ pub enum LlmEvent {
 ///         let last = request.messages.last().map(|m| m.text().chars().count()).unwrap_or(0);
 ///         Ok(CompletionResponse::text(last.to_string()))
 ///     }
+///
+///     fn info(&self) -> ModelInfo {
+///         ModelInfo::new("local", "counter")
+///     }
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let model: std::sync::Arc<dyn Llm> = std::sync::Arc::new(Counter);
 /// let reply = model.generate(Request::new(&[Message::user("four")])).await?;
 /// assert_eq!(reply.content(), "4");
+/// assert_eq!(model.info().name(), "local:counter");
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
 #[async_trait::async_trait]
-pub trait Llm: Send + Sync {
+pub trait Llm: Send + Sync + 'static {
     /// Asks the model for one turn.
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse>;
 
-    /// Asks for one turn as a stream of events ending in [`LlmEvent::Completed`].
+    /// Asks for one turn as a stream of events ending in [`LlmEvent::Completed`]. The
+    /// stream owns what it reads with: the request is read when the call is made, and the
+    /// model is kept alive by the `Arc`, so the stream can be handed to another task or
+    /// polled after the request's buffers are gone.
     ///
-    /// The default calls [`generate`](Llm::generate) and replays the result: a
-    /// [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block, in order,
-    /// then `Completed`. A turn of tool calls alone is just `Completed`.
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    /// The default copies the request and replays one [`generate`](Llm::generate) result:
+    /// a [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block, in
+    /// order, then `Completed` (a turn of tool calls alone is just `Completed`). A model that
+    /// can stream implements it.
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        let request = OwnedRequest::from(request);
         Box::pin(
-            stream::once(self.generate(request)).flat_map(|result| stream::iter(replay(result))),
+            stream::once(async move { self.generate(request.as_request()).await })
+                .flat_map(|result| stream::iter(replay(result))),
         )
     }
 
-    /// [`stream_events`](Llm::stream_events) as a stream that owns what it reads with (the
-    /// request is read when the call is made), so it borrows neither `self` nor the request;
-    /// `None`, the default, for a model whose stream borrows them.
-    ///
-    /// An agent watched through [`Agent::stream_events`](crate::Agent::stream_events) reads
-    /// an owned stream itself, the watcher's poll reaching the model's stream with no channel
-    /// between them for each event; it reads other models through its loop. The REST
-    /// providers return one. The events must be those `stream_events` would yield.
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-        let _ = request;
-        None
-    }
-
-    /// The answer's text as it arrives; reasoning and the assembled turn are filtered out.
-    fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {
-        Box::pin(self.stream_events(request).filter_map(|event| async move {
-            match event {
-                Ok(LlmEvent::TextDelta(text)) => Some(Ok(text)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            }
-        }))
-    }
-
-    /// A short name for logs and error messages, such as `openai:gpt-4o-mini`.
-    fn name(&self) -> String {
-        "llm".to_owned()
-    }
-
-    /// Who serves the model (`openai`, `anthropic`, `groq`, ...), for telemetry: by default
-    /// what comes before `:` in [`Llm::name`]. A wrapper answers for the model it wraps.
-    fn provider_name(&self) -> String {
-        let name = self.name();
-        name.split_once(':')
-            .map_or_else(|| name.clone(), |(provider, _)| provider.to_owned())
-    }
-
-    /// The model as the vendor names it (`gpt-4o-mini`), for telemetry: by default what
-    /// follows `:` in [`Llm::name`]. A wrapper answers for the model it wraps.
-    fn model_id(&self) -> String {
-        let name = self.name();
-        name.split_once(':')
-            .map_or_else(|| name.clone(), |(_, model)| model.to_owned())
-    }
-
-    /// Whether the model can be held to a [`Request::output`] schema natively. An agent
-    /// with a structured output sends the schema to such a model and reads its answer
-    /// directly; to any other it offers a `final_answer` tool instead. Default `false`.
-    fn native_output(&self) -> bool {
-        false
+    /// What the model is: its provider and name, its context window, what it supports.
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("custom", "llm")
     }
 }
 
@@ -155,52 +234,22 @@ pub fn replay(result: Result<CompletionResponse>) -> Vec<Result<LlmEvent>> {
     }
 }
 
-macro_rules! forward_llm {
-    ($($ty:ty),*) => {$(
-        #[async_trait::async_trait]
-        impl<T: Llm + ?Sized> Llm for $ty {
-            async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-                (**self).generate(request).await
-            }
+/// A shared model is a model: what `model_from_env` returns can be handed to anything that
+/// takes an `impl Llm`.
+#[async_trait::async_trait]
+impl<T: Llm + ?Sized> Llm for Arc<T> {
+    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        (**self).generate(request).await
+    }
 
-            fn stream_events<'a>(
-                &'a self,
-                request: Request<'a>,
-            ) -> BoxStream<'a, Result<LlmEvent>> {
-                (**self).stream_events(request)
-            }
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        Arc::clone(&*self).stream(request)
+    }
 
-            fn stream_events_owned(
-                &self,
-                request: Request<'_>,
-            ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-                (**self).stream_events_owned(request)
-            }
-
-            fn stream<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<String>> {
-                (**self).stream(request)
-            }
-
-            fn name(&self) -> String {
-                (**self).name()
-            }
-
-            fn provider_name(&self) -> String {
-                (**self).provider_name()
-            }
-
-            fn model_id(&self) -> String {
-                (**self).model_id()
-            }
-
-            fn native_output(&self) -> bool {
-                (**self).native_output()
-            }
-        }
-    )*};
+    fn info(&self) -> ModelInfo {
+        (**self).info()
+    }
 }
-
-forward_llm!(Arc<T>, Box<T>, &T);
 
 #[cfg(test)]
 mod tests {
@@ -244,8 +293,11 @@ mod tests {
             Thinking::new("").into(),
         ]);
         let model: Arc<dyn Llm> = Arc::new(Fixed(response.clone()));
-        let events: Vec<LlmEvent> =
-            block_on(model.stream_events(Request::new(&[])).try_collect()).unwrap_or_default();
+        let messages = [crate::message::Message::user("hi")];
+        let stream = Arc::clone(&model).stream(Request::new(&messages));
+        // The stream owns its request: the transcript it was made from is gone.
+        drop(messages);
+        let events: Vec<LlmEvent> = block_on(stream.try_collect()).unwrap_or_default();
         assert_eq!(
             events,
             vec![
@@ -254,27 +306,25 @@ mod tests {
                 LlmEvent::Completed(Box::new(response)),
             ]
         );
-        let text: Vec<String> =
-            block_on(model.stream(Request::new(&[])).try_collect()).unwrap_or_default();
-        assert_eq!(text, vec!["Hel".to_owned()]);
     }
 
     #[test]
     fn a_tool_call_only_turn_streams_as_just_completed() {
         let response = CompletionResponse::default()
             .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")]);
-        let model = Box::new(Fixed(response.clone()));
+        // Through the shared model's own impl, as `model_from_env` hands one out.
+        let model: Arc<Arc<dyn Llm>> = Arc::new(Arc::new(Fixed(response.clone())));
         let events: Vec<LlmEvent> =
-            block_on(model.stream_events(Request::new(&[])).try_collect()).unwrap_or_default();
+            block_on(model.stream(Request::new(&[])).try_collect()).unwrap_or_default();
         assert_eq!(events, vec![LlmEvent::Completed(Box::new(response))]);
     }
 
     #[test]
     fn a_failure_streams_as_one_error() {
         let events: Vec<Result<LlmEvent>> =
-            block_on(Failing.stream_events(Request::new(&[])).collect());
+            block_on(Arc::new(Failing).stream(Request::new(&[])).collect());
         assert_eq!(events.len(), 1);
         assert!(events[0].as_ref().is_err_and(Error::is_configuration));
-        assert_eq!(Failing.name(), "llm");
+        assert_eq!(Failing.info().name(), "custom:llm");
     }
 }

@@ -5,7 +5,9 @@
 //! methods, so a field added later breaks no implementor of [`Llm`](crate::Llm) and no
 //! caller.
 
-use serde_json::Value;
+use std::sync::{Arc, LazyLock};
+
+use serde_json::{Map, Value};
 
 use crate::message::Message;
 use crate::response::ReasoningLevel;
@@ -25,11 +27,12 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// How a model answers: sampling, length, stop sequences, tool choice, reasoning.
+/// How a model answers: sampling, length, stop sequences, tool choice, reasoning, and
+/// any vendor field the library does not type ([`extra`](ModelSettings::extra)).
 ///
 /// Settings can be given on the provider (its defaults), on the agent and per run; the
 /// narrower wins, setting by setting ([`ModelSettings::over`]). A setting left `None` (or
-/// an empty `stop`) is not sent, so the vendor's own default applies.
+/// an empty `stop`, an empty `extra`) is not sent, so the vendor's own default applies.
 ///
 /// ```
 /// use harness_core::{ModelSettings, ToolChoice};
@@ -58,18 +61,16 @@ pub struct ModelSettings {
     pub parallel_tool_calls: Option<bool>,
     /// How hard a reasoning model thinks.
     pub reasoning: Option<ReasoningLevel>,
+    /// Fields for the vendor's request body that the library does not type (a seed, a
+    /// service tier, a vendor's own switch), merged into the body last as a JSON merge patch
+    /// (RFC 7396): an object merges key by key into the object the library built, any other
+    /// value replaces what is there, and `null` removes the key. What a vendor refuses, it
+    /// refuses with its own error.
+    pub extra: Map<String, Value>,
 }
 
 /// No setting: what [`Request::new`] starts from.
-static NO_SETTINGS: ModelSettings = ModelSettings {
-    temperature: None,
-    max_tokens: None,
-    top_p: None,
-    stop: Vec::new(),
-    tool_choice: None,
-    parallel_tool_calls: None,
-    reasoning: None,
-};
+static NO_SETTINGS: LazyLock<ModelSettings> = LazyLock::new(ModelSettings::default);
 
 impl ModelSettings {
     /// No setting: every vendor default applies.
@@ -119,10 +120,33 @@ impl ModelSettings {
         self
     }
 
+    /// Adds `value` under `key` to the vendor fields merged into the request body
+    /// ([`extra`](ModelSettings::extra)).
+    ///
+    /// ```
+    /// use harness_core::ModelSettings;
+    /// use serde_json::json;
+    ///
+    /// let settings = ModelSettings::new().with_extra("seed", json!(7));
+    /// assert_eq!(settings.extra["seed"], 7);
+    /// ```
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
+
     /// These settings over `broader` ones: each setting given here wins, the others come
-    /// from `broader` (a run's settings over the agent's, the agent's over the provider's).
+    /// from `broader` (a run's settings over the agent's, the agent's over the provider's);
+    /// the vendor fields of both are kept, this side's winning per key.
     #[must_use]
     pub fn over(&self, broader: &ModelSettings) -> ModelSettings {
+        let extra = if self.extra.is_empty() {
+            broader.extra.clone()
+        } else {
+            let mut extra = broader.extra.clone();
+            extra.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+            extra
+        };
         ModelSettings {
             temperature: self.temperature.or(broader.temperature),
             max_tokens: self.max_tokens.or(broader.max_tokens),
@@ -138,12 +162,13 @@ impl ModelSettings {
                 .or_else(|| broader.tool_choice.clone()),
             parallel_tool_calls: self.parallel_tool_calls.or(broader.parallel_tool_calls),
             reasoning: self.reasoning.or(broader.reasoning),
+            extra,
         }
     }
 
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
-        self == &NO_SETTINGS
+        self == &*NO_SETTINGS
     }
 }
 
@@ -219,12 +244,13 @@ fn is_strict(schema: &Value) -> bool {
 pub struct Request<'a> {
     /// The conversation, oldest first.
     pub messages: &'a [Message],
-    /// The tools the model may call; empty when it is offered none.
-    pub tools: &'a [ToolSpec],
+    /// The tools the model may call; empty when it is offered none. Each spec is shared with
+    /// the tool it describes, not copied.
+    pub tools: &'a [Arc<ToolSpec>],
     /// How the model should answer.
     pub settings: &'a ModelSettings,
     /// The shape the answer must have, for a vendor that can enforce one
-    /// ([`Llm::native_output`](crate::Llm::native_output)).
+    /// ([`Supports::structured_output`](crate::Supports::structured_output)).
     pub output: Option<&'a OutputSchema>,
 }
 
@@ -234,13 +260,13 @@ impl<'a> Request<'a> {
         Self {
             messages,
             tools: &[],
-            settings: &NO_SETTINGS,
+            settings: &*NO_SETTINGS,
             output: None,
         }
     }
 
     /// Offers the model these tools.
-    pub fn with_tools(mut self, tools: &'a [ToolSpec]) -> Self {
+    pub fn with_tools(mut self, tools: &'a [Arc<ToolSpec>]) -> Self {
         self.tools = tools;
         self
     }
@@ -258,6 +284,51 @@ impl<'a> Request<'a> {
     }
 }
 
+/// A [`Request`] that owns its parts: what a stream keeps when it outlives the request it
+/// was made from (a wrapper that may ask again, or ask another model, after the caller's
+/// buffers are gone). [`as_request`](OwnedRequest::as_request) lends it out again.
+///
+/// ```
+/// use harness_core::{Message, OwnedRequest, Request};
+///
+/// let owned = {
+///     let messages = vec![Message::user("hi")];
+///     OwnedRequest::from(Request::new(&messages))
+/// };
+/// assert_eq!(owned.as_request().messages[0].text(), "hi");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct OwnedRequest {
+    messages: Vec<Message>,
+    tools: Vec<Arc<ToolSpec>>,
+    settings: ModelSettings,
+    output: Option<OutputSchema>,
+}
+
+impl From<Request<'_>> for OwnedRequest {
+    fn from(request: Request<'_>) -> Self {
+        Self {
+            messages: request.messages.to_vec(),
+            tools: request.tools.to_vec(),
+            settings: request.settings.clone(),
+            output: request.output.cloned(),
+        }
+    }
+}
+
+impl OwnedRequest {
+    /// The request, borrowed from this one.
+    pub fn as_request(&self) -> Request<'_> {
+        let request = Request::new(&self.messages)
+            .with_tools(&self.tools)
+            .with_settings(&self.settings);
+        match &self.output {
+            Some(output) => request.with_output(output),
+            None => request,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,8 +341,15 @@ mod tests {
             .with_stop(["END"])
             .with_reasoning(ReasoningLevel::Low);
         let agent = ModelSettings::new().with_temperature(0.5).with_top_p(0.9);
-        let run = ModelSettings::new().with_parallel_tool_calls(false);
+        let run = ModelSettings::new()
+            .with_parallel_tool_calls(false)
+            .with_extra("seed", json!(7));
+        let agent = agent
+            .with_extra("seed", json!(1))
+            .with_extra("service_tier", json!("flex"));
         let effective = run.over(&agent.over(&provider));
+        assert_eq!(effective.extra["seed"], 7);
+        assert_eq!(effective.extra["service_tier"], "flex");
         assert_eq!(effective.temperature, Some(0.5));
         assert_eq!(effective.top_p, Some(0.9));
         assert_eq!(effective.stop, ["END"]);

@@ -11,6 +11,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::error::{Error, ErrorKind, ToolError};
+use crate::llm::ModelInfo;
 use crate::request::ModelSettings;
 use crate::response::CompletionResponse;
 
@@ -37,12 +38,11 @@ pub(crate) struct ModelNames {
 }
 
 impl ModelNames {
-    pub(crate) fn of(model: &dyn crate::llm::Llm) -> Self {
-        let id = model.model_id();
+    pub(crate) fn of(model: &ModelInfo) -> Self {
         Self {
-            provider: provider_name(&model.provider_name()).to_owned(),
-            chat: format!("chat {id}"),
-            model: id,
+            provider: provider_name(&model.provider).to_owned(),
+            chat: format!("chat {}", model.model),
+            model: model.model.clone(),
         }
     }
 }

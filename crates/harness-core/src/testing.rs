@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::{FINAL_TOOL, estimate_tokens};
 use crate::error::{Error, Result};
-use crate::llm::Llm;
+use crate::llm::{Llm, ModelInfo, Supports};
 use crate::message::{Message, Role, ToolCall};
 use crate::request::{ModelSettings, OutputSchema, Request};
 use crate::response::{CompletionResponse, TokenUsage};
@@ -89,7 +89,7 @@ impl TestModel {
         self
     }
 
-    fn respond(&self, messages: &[Message], tools: &[ToolSpec]) -> CompletionResponse {
+    fn respond(&self, messages: &[Message], tools: &[Arc<ToolSpec>]) -> CompletionResponse {
         let exchange = current_exchange(messages);
         let already_called = exchange
             .iter()
@@ -101,6 +101,7 @@ impl TestModel {
             + 1;
         let callable: Vec<&ToolSpec> = tools
             .iter()
+            .map(|t| &**t)
             .filter(|t| t.name != FINAL_TOOL)
             .filter(|t| self.only.as_ref().is_none_or(|only| only.contains(&t.name)))
             .collect();
@@ -253,8 +254,8 @@ impl Llm for TestModel {
         Ok(response.with_usage(usage))
     }
 
-    fn name(&self) -> String {
-        "test".to_owned()
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "test").with_supports(Supports::new().with_tools(true))
     }
 }
 
@@ -266,7 +267,7 @@ pub struct RequestRecord {
     /// The conversation the model was sent.
     pub messages: Vec<Message>,
     /// The tools it was offered.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<Arc<ToolSpec>>,
     /// The settings it was asked with.
     pub settings: ModelSettings,
     /// The output schema it was asked to answer in, if any.
@@ -314,7 +315,7 @@ enum Turn {
 #[derive(Clone)]
 pub struct FunctionModel {
     turn: Turn,
-    native_output: bool,
+    structured_output: bool,
 }
 
 impl std::fmt::Debug for FunctionModel {
@@ -335,7 +336,7 @@ impl FunctionModel {
     ) -> Self {
         Self {
             turn: Turn::Sync(Arc::new(turn)),
-            native_output: false,
+            structured_output: false,
         }
     }
 
@@ -348,15 +349,15 @@ impl FunctionModel {
     {
         Self {
             turn: Turn::Async(Arc::new(move |request| Box::pin(turn(request)))),
-            native_output: false,
+            structured_output: false,
         }
     }
 
     /// Says the model can be held to an output schema natively
-    /// ([`Llm::native_output`]), so an agent with a structured output sends the schema in
-    /// the request instead of offering `final_answer`.
-    pub fn with_native_output(mut self, on: bool) -> Self {
-        self.native_output = on;
+    /// ([`Supports::structured_output`]), so an agent with a structured output sends the
+    /// schema in the request instead of offering `final_answer`.
+    pub fn with_structured_output(mut self, on: bool) -> Self {
+        self.structured_output = on;
         self
     }
 }
@@ -370,12 +371,11 @@ impl Llm for FunctionModel {
         }
     }
 
-    fn name(&self) -> String {
-        "function".to_owned()
-    }
-
-    fn native_output(&self) -> bool {
-        self.native_output
+    fn info(&self) -> ModelInfo {
+        let supports = Supports::new()
+            .with_tools(true)
+            .with_structured_output(self.structured_output);
+        ModelInfo::new("test", "function").with_supports(supports)
     }
 }
 
@@ -434,7 +434,7 @@ impl ScriptedModel {
     pub fn offered_tools(&self) -> Vec<Vec<String>> {
         self.records()
             .into_iter()
-            .map(|r| r.tools.into_iter().map(|t| t.name).collect())
+            .map(|r| r.tools.into_iter().map(|t| t.name.clone()).collect())
             .collect()
     }
 
@@ -471,8 +471,8 @@ impl Llm for ScriptedModel {
         })
     }
 
-    fn name(&self) -> String {
-        "scripted".to_owned()
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "scripted").with_supports(Supports::new().with_tools(true))
     }
 }
 

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::async_trait;
-use harness_graph::{DEFAULT_MAX_STEPS, Executor, GraphState, NodeError, NodeFuture, NodeJournal};
+use harness_graph::{
+    DEFAULT_MAX_STEPS, Executor, GraphInput, GraphState, GraphStopReason, NodeError, NodeFuture,
+    NodeJournal,
+};
 use restate_sdk::context::{Context, ContextSideEffects as _, RunFuture as _};
 use restate_sdk::discovery;
 use restate_sdk::endpoint::{self, ContextInternal, ServiceOptions};
@@ -170,12 +173,19 @@ where
             let (Json(state), meta) = ctx.input::<Json<S>>().await;
             let context: Context<'_> = (&ctx, meta).into();
             let journal = RestateNodeJournal::new(&context, graph.node_retries);
-            let result = graph
-                .executor
-                .run_journaled(state, graph.max_steps, &journal)
-                .await
-                .map(Json)
-                .map_err(|e| HandlerError::from(TerminalError::new(e.to_string())));
+            let input = GraphInput::new(state)
+                .with_max_steps(graph.max_steps)
+                .with_journal(&journal);
+            let result = match graph.executor.run(input).await {
+                Ok(output) if output.stop_reason == GraphStopReason::Done => Ok(Json(output.state)),
+                // A caller of the service reads a state only from a finished graph.
+                Ok(_) => Err(HandlerError::from(TerminalError::new(format!(
+                    "Graph exceeded its limit of {} steps; raise max_steps or check the loop \
+                     conditions",
+                    graph.max_steps
+                )))),
+                Err(e) => Err(HandlerError::from(TerminalError::new(e.to_string()))),
+            };
             ctx.handle_handler_result(result);
             ctx.end();
             Ok(())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::agent::{AgentState, PendingHumanInput, StopReason};
-use harness_core::{Agent, AgentEvent, Message, TokenUsage};
+use harness_core::{Agent, AgentEvent, Message, RunInput, TokenUsage};
 use restate_sdk::context::{
     ContextAwakeables as _, ContextReadState as _, ContextWriteState as _, ObjectContext,
     SharedObjectContext,
@@ -380,13 +380,16 @@ impl DurableAgent {
                 .with_events(self.events.clone())
                 .with_model_retries(self.model_retries)
                 .with_ledger(Arc::clone(&ledger));
-            state = match self.agent.run_journaled(state, &journal).await {
+            state = match self
+                .agent
+                .run(RunInput::new(state).with_journal(&journal))
+                .await
+            {
                 Ok(state) => state,
-                Err(error) => {
+                Err(failed) => {
                     // The run so far is kept, so the session can go on after the error.
-                    if let Some(so_far) = error.state() {
-                        ctx.set(STATE, so_far.to_json());
-                    }
+                    let (error, so_far) = failed.into_parts();
+                    ctx.set(STATE, so_far.to_json());
                     return Err(terminal(&error).into());
                 }
             };

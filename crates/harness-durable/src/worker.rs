@@ -77,7 +77,7 @@ fn endpoint(services: impl IntoIterator<Item = ServiceDefinition>) -> Endpoint {
 /// # Errors
 /// A configuration error saying what the server answered, or that it could not be reached.
 pub async fn register(admin_url: &str, worker_url: &str) -> Result<String> {
-    let client = harness_providers::client_builder()?
+    let client = harness_providers::rest::client_builder()?
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;

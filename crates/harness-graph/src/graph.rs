@@ -5,11 +5,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_core::Stream;
+use futures_util::StreamExt as _;
 use futures_util::future::try_join_all;
 
-use harness_core::channel::channel_stream;
+use harness_core::{Error, Result};
 
-use crate::error::{GraphError, NodeError};
+use crate::error::{NodeError, node_failed};
 use crate::topology::{Condition, Topology};
 
 /// A graph's state: a struct whose concurrent writes are merged field by field. Derive it
@@ -18,18 +19,19 @@ pub trait GraphState: Clone + Send + Sync + 'static {
     /// Merges the branches' results of one wave into the snapshot they all started from.
     ///
     /// # Errors
-    /// [`GraphError::ConcurrentUpdate`] for a field several branches changed differently
-    /// and that declares no reducer.
-    fn merge(snapshot: &Self, branches: &[Self]) -> Result<Self, GraphError>;
+    /// A [`Graph`](harness_core::ErrorKind::Graph) error for a field several branches changed
+    /// differently and that declares no reducer.
+    fn merge(snapshot: &Self, branches: &[Self]) -> Result<Self>;
 }
 
-/// The wave limit of [`Executor::run`].
+/// The wave limit of a run that sets none ([`GraphInput::with_max_steps`]).
 pub const DEFAULT_MAX_STEPS: usize = 50;
 
 /// A node's run, not started yet, as a [`NodeJournal`] gets it.
 pub type NodeFuture<S> = Pin<Box<dyn Future<Output = Result<S, NodeError>> + Send>>;
 
-/// Runs a graph's nodes: every node of [`Executor::run_journaled`] goes through it.
+/// Runs a graph's nodes: every node of a run given one ([`GraphInput::with_journal`]) goes
+/// through it.
 ///
 /// An implementation records each node's result (the state the node returned) and, when the
 /// run is replayed after a crash, returns the recorded one instead of running the node
@@ -95,7 +97,7 @@ impl<'a> From<&'a str> for NodeRef<'a> {
     }
 }
 
-/// What a graph run reports as it goes, from [`Executor::run_events`].
+/// What a graph run reports as it goes, in [`Executor::stream`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GraphEvent {
@@ -125,8 +127,88 @@ pub enum GraphEvent {
 pub enum GraphUpdate<S> {
     /// Something happened.
     Progress(GraphEvent),
-    /// The run is over; the final state. Always last.
-    Finished(S),
+    /// The run is over: its state and why it stopped. Always last.
+    Finished(GraphOutput<S>),
+}
+
+/// What a graph run starts from, and its options: the state (a state converts into one),
+/// the wave limit, the [`NodeJournal`] its nodes go through.
+///
+/// ```
+/// use harness_graph::{GraphInput, GraphState};
+///
+/// #[derive(Clone, Default, PartialEq, GraphState)]
+/// struct Count { n: u32 }
+///
+/// let input = GraphInput::new(Count::default()).with_max_steps(10);
+/// assert_eq!(input.max_steps(), 10);
+/// ```
+pub struct GraphInput<'a, S> {
+    state: S,
+    max_steps: usize,
+    journal: Option<&'a dyn NodeJournal<S>>,
+}
+
+impl<'a, S> GraphInput<'a, S> {
+    /// A run from `state`, at most [`DEFAULT_MAX_STEPS`] waves.
+    pub fn new(state: S) -> Self {
+        Self {
+            state,
+            max_steps: DEFAULT_MAX_STEPS,
+            journal: None,
+        }
+    }
+
+    /// At most `max_steps` waves: a graph that needs N waves finishes with `max_steps = N`;
+    /// one still going at the limit stops with [`GraphStopReason::StepLimit`].
+    #[must_use]
+    pub fn with_max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// Runs every node through `journal`, which may record each node's result and hand it
+    /// back on a replay instead of running the node again: how a durable engine
+    /// (`deepharness-durable`, on Restate) runs a graph so a crashed run resumes in the wave
+    /// it was in. The nodes of a wave then run one at a time, in ready order, so the journal
+    /// sees the same steps in the same order on every replay.
+    #[must_use]
+    pub fn with_journal(mut self, journal: &'a dyn NodeJournal<S>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The wave limit.
+    pub fn max_steps(&self) -> usize {
+        self.max_steps
+    }
+}
+
+impl<S> From<S> for GraphInput<'_, S> {
+    fn from(state: S) -> Self {
+        Self::new(state)
+    }
+}
+
+/// How a graph run ended: its state and why it stopped.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GraphOutput<S> {
+    /// The state after the last wave.
+    pub state: S,
+    /// Why the run stopped.
+    pub stop_reason: GraphStopReason,
+}
+
+/// Why a graph run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GraphStopReason {
+    /// No node was left to run.
+    Done,
+    /// The wave limit was reached with nodes still to run; the state is where the run got
+    /// to. Raise the limit ([`GraphInput::with_max_steps`]) or check the loops' conditions.
+    StepLimit,
 }
 
 /// Builds a graph over state `S`: nodes, then edges, then [`Graph::build`].
@@ -134,6 +216,8 @@ pub struct Graph<S: GraphState> {
     topology: Topology,
     nodes: Vec<NodeFn<S>>,
     conditions: Vec<Option<Predicate<S>>>,
+    /// The first edge that named an unknown node, reported by `build`.
+    error: Option<Error>,
 }
 
 impl<S: GraphState> Default for Graph<S> {
@@ -142,7 +226,47 @@ impl<S: GraphState> Default for Graph<S> {
             topology: Topology::new(),
             nodes: Vec::new(),
             conditions: Vec::new(),
+            error: None,
         }
+    }
+}
+
+/// An edge being built by [`Graph::connect`]: unconditional and forward until told
+/// otherwise.
+#[must_use = "an edge is added by connect; its methods set its condition or make it a loop"]
+pub struct Edge<'g, S: GraphState> {
+    graph: &'g mut Graph<S>,
+    /// The edge's place, `None` when `connect` named an unknown node.
+    at: Option<usize>,
+}
+
+impl<S: GraphState> Edge<'_, S> {
+    /// Takes the edge only when `when` holds on the merged state after the wave. `name` is
+    /// kept in the graph's shape: the diagram draws a forward conditional edge with `▽` and a
+    /// loop's note prints the name; an empty name leaves the condition unnamed.
+    pub fn when(self, name: &str, when: impl Fn(&S) -> bool + Send + Sync + 'static) -> Self {
+        if let Some(at) = self.at {
+            let condition = if name.is_empty() {
+                Condition::Anonymous
+            } else {
+                Condition::Named(name.to_owned())
+            };
+            if let Some(edge) = self.graph.topology.edge_mut(at) {
+                edge.condition = Some(condition);
+            }
+            self.graph.conditions[at] = Some(Arc::new(when));
+        }
+        self
+    }
+
+    /// Makes the edge a declared loop (a back-edge): taken after its source runs, it
+    /// re-runs its target and everything downstream of it. Without [`when`](Edge::when) it
+    /// is taken every time, and only the wave limit or the nodes stop the graph.
+    pub fn loop_back(self) -> Self {
+        if let Some(edge) = self.at.and_then(|at| self.graph.topology.edge_mut(at)) {
+            edge.is_loop = true;
+        }
+        self
     }
 }
 
@@ -156,26 +280,28 @@ impl<S: GraphState> Graph<S> {
     /// of its wave.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] for a name already taken.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a name already
+    /// taken.
     pub fn add(
         &mut self,
         name: &str,
         place: Place,
         node: impl Fn(S) -> S + Send + Sync + 'static,
-    ) -> Result<NodeId, GraphError> {
+    ) -> Result<NodeId> {
         self.try_add(name, place, move |state| Ok::<S, NodeError>(node(state)))
     }
 
     /// Adds a plain `fn` node that may fail; it runs on tokio's blocking pool.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] for a name already taken.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a name already
+    /// taken.
     pub fn try_add<E: Into<NodeError>>(
         &mut self,
         name: &str,
         place: Place,
         node: impl Fn(S) -> Result<S, E> + Send + Sync + 'static,
-    ) -> Result<NodeId, GraphError> {
+    ) -> Result<NodeId> {
         let node = Arc::new(node);
         self.add_async(name, place, move |state| {
             let node = Arc::clone(&node);
@@ -191,13 +317,14 @@ impl<S: GraphState> Graph<S> {
     /// Adds an async node that may fail.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] for a name already taken.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a name already
+    /// taken.
     pub fn add_async<F, Fut, E>(
         &mut self,
         name: &str,
         place: Place,
         node: F,
-    ) -> Result<NodeId, GraphError>
+    ) -> Result<NodeId>
     where
         F: Fn(S) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<S, E>> + Send + 'static,
@@ -211,119 +338,70 @@ impl<S: GraphState> Graph<S> {
         Ok(NodeId(at))
     }
 
-    /// An unconditional edge.
+    /// An edge from `source` to `target` (each a [`NodeId`] or a name): unconditional until
+    /// the returned [`Edge`] says otherwise (`.when(..)`, `.loop_back()`). A node that does
+    /// not exist is reported by [`build`](Graph::build).
     ///
-    /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node.
+    /// ```
+    /// use harness_graph::{Graph, GraphState, Place};
+    ///
+    /// #[derive(Clone, Default, PartialEq, GraphState)]
+    /// struct Draft { text: String, rounds: u32, approved: bool }
+    ///
+    /// let mut graph = Graph::<Draft>::new();
+    /// let write = graph.add("write", Place::START, |mut d: Draft| { d.rounds += 1; d })?;
+    /// let review = graph.add("review", Place::MIDDLE, |mut d: Draft| { d.approved = d.rounds > 1; d })?;
+    /// let publish = graph.add("publish", Place::END, |d: Draft| d)?;
+    /// graph.connect(write, review);
+    /// graph.connect(review, publish).when("approved", |d: &Draft| d.approved);
+    /// graph.connect(review, write).loop_back().when("needs work", |d: &Draft| !d.approved);
+    /// let executor = graph.build()?;
+    /// # Ok::<(), harness_core::Error>(())
+    /// ```
     pub fn connect<'a>(
         &mut self,
         source: impl Into<NodeRef<'a>>,
         target: impl Into<NodeRef<'a>>,
-    ) -> Result<&mut Self, GraphError> {
-        self.edge(source, target, None, false)
-    }
-
-    /// An edge taken when `when` holds on the merged state after the wave. `name` is kept in
-    /// the graph's shape; the diagram draws a forward conditional edge with `▽` and a legend
-    /// (only a loop edge's note prints the name, as the original's diagram does).
-    ///
-    /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_when<'a>(
-        &mut self,
-        source: impl Into<NodeRef<'a>>,
-        target: impl Into<NodeRef<'a>>,
-        name: &str,
-        when: impl Fn(&S) -> bool + Send + Sync + 'static,
-    ) -> Result<&mut Self, GraphError> {
-        self.edge(source, target, Some(named(name, when)), false)
-    }
-
-    /// An edge taken when an unnamed predicate holds (the diagram marks it conditional
-    /// without a name; prefer [`Graph::connect_when`] for a readable picture).
-    ///
-    /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_if<'a>(
-        &mut self,
-        source: impl Into<NodeRef<'a>>,
-        target: impl Into<NodeRef<'a>>,
-        when: impl Fn(&S) -> bool + Send + Sync + 'static,
-    ) -> Result<&mut Self, GraphError> {
-        self.edge(
-            source,
-            target,
-            Some((Condition::Anonymous, Arc::new(when))),
-            false,
-        )
-    }
-
-    /// A back-edge taken every time `source` runs: it re-runs `target` and everything
-    /// downstream of it. Only a graph whose nodes stop it some other way (or the step limit)
-    /// ends; most loops want [`Graph::connect_loop_when`].
-    ///
-    /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_loop<'a>(
-        &mut self,
-        source: impl Into<NodeRef<'a>>,
-        target: impl Into<NodeRef<'a>>,
-    ) -> Result<&mut Self, GraphError> {
-        self.edge(source, target, None, true)
-    }
-
-    /// A back-edge taken while `when` (a named predicate: the diagram prints the name) holds
-    /// on the merged state after `source` runs: it re-runs `target` and everything downstream
-    /// of it.
-    ///
-    /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node.
-    pub fn connect_loop_when<'a>(
-        &mut self,
-        source: impl Into<NodeRef<'a>>,
-        target: impl Into<NodeRef<'a>>,
-        name: &str,
-        when: impl Fn(&S) -> bool + Send + Sync + 'static,
-    ) -> Result<&mut Self, GraphError> {
-        self.edge(source, target, Some(named(name, when)), true)
-    }
-
-    fn edge<'a>(
-        &mut self,
-        source: impl Into<NodeRef<'a>>,
-        target: impl Into<NodeRef<'a>>,
-        condition: Option<(Condition, Predicate<S>)>,
-        is_loop: bool,
-    ) -> Result<&mut Self, GraphError> {
-        let (label, predicate) = match condition {
-            Some((label, predicate)) => (Some(label), Some(predicate)),
-            None => (None, None),
+    ) -> Edge<'_, S> {
+        let connected = self
+            .name_of(source.into())
+            .and_then(|source| Ok((source, self.name_of(target.into())?)))
+            .and_then(|(source, target)| self.topology.connect(&source, &target, None, false));
+        let at = match connected {
+            Ok(()) => {
+                self.conditions.push(None);
+                Some(self.topology.edges().len() - 1)
+            }
+            Err(error) => {
+                self.error.get_or_insert(error);
+                None
+            }
         };
-        let source = self.name_of(source.into())?;
-        let target = self.name_of(target.into())?;
-        self.topology.connect(&source, &target, label, is_loop)?;
-        self.conditions.push(predicate);
-        Ok(self)
+        Edge { graph: self, at }
     }
 
-    fn name_of(&self, node: NodeRef<'_>) -> Result<String, GraphError> {
+    fn name_of(&self, node: NodeRef<'_>) -> Result<String> {
         match node {
-            NodeRef::Name(name) => Ok(name.to_owned()),
+            NodeRef::Name(name) => self.topology.position(name).map(|_| name.to_owned()),
             NodeRef::Id(NodeId(at)) => self
                 .topology
                 .nodes()
                 .get(at)
                 .map(|n| n.name.clone())
-                .ok_or_else(|| GraphError::Configuration("a NodeId from another graph".to_owned())),
+                .ok_or_else(|| Error::configuration("a NodeId from another graph")),
         }
     }
 
     /// Checks the graph and hands back its executor.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`]: no start node, an unreachable node, a cycle whose
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error: an edge naming an
+    /// unknown node (the first met), no start node, an unreachable node, a cycle whose
     /// back-edge is not declared as a loop.
-    pub fn build(self) -> Result<Executor<S>, GraphError> {
+    pub fn build(self) -> Result<Executor<S>> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
         self.topology.validate()?;
         let predicate = |at: usize| self.conditions.get(at).cloned().flatten();
         let edges = self.topology.edges();
@@ -352,14 +430,6 @@ impl<S: GraphState> Graph<S> {
     }
 }
 
-/// A predicate with the name the diagram prints for it.
-fn named<S>(
-    name: &str,
-    when: impl Fn(&S) -> bool + Send + Sync + 'static,
-) -> (Condition, Predicate<S>) {
-    (Condition::Named(name.to_owned()), Arc::new(when))
-}
-
 /// Runs a built graph. Cloning the state in, it never mutates the caller's.
 pub struct Executor<S: GraphState> {
     topology: Topology,
@@ -385,88 +455,41 @@ impl<S: GraphState> Executor<S> {
         self.topology.diagram()
     }
 
-    /// Runs from `state`, at most 50 waves.
+    /// Runs from the input's state, wave by wave, at most its `max_steps` waves (50 unless
+    /// set). Each wave's ready nodes run concurrently, each on its own copy of the wave's
+    /// snapshot (one at a time, in ready order, under a journal); their results merge field
+    /// by field in ready order; conditions see the merged state. The run ends `Ok` when no
+    /// node is left to run, or at the wave limit ([`GraphStopReason::StepLimit`], with the
+    /// state it reached). The caller's state is never mutated.
     ///
     /// # Errors
-    /// As [`Executor::run_with_steps`].
-    pub async fn run(&self, state: S) -> Result<S, GraphError> {
-        self.drive(state, DEFAULT_MAX_STEPS, None, None).await
+    /// A [`Graph`](harness_core::ErrorKind::Graph) error naming a failing node (its own error
+    /// the source) or a field several branches wrote differently without a reducer.
+    pub async fn run<'a>(&self, input: impl Into<GraphInput<'a, S>>) -> Result<GraphOutput<S>> {
+        self.drive(input.into(), None).await
     }
 
-    /// Runs from `S::default()`, at most 50 waves.
-    ///
-    /// # Errors
-    /// As [`Executor::run_with_steps`].
-    pub async fn run_default(&self) -> Result<S, GraphError>
-    where
-        S: Default,
-    {
-        self.run(S::default()).await
-    }
-
-    /// Runs from `state`, wave by wave, at most `max_steps` waves: a graph that needs N
-    /// waves finishes with `max_steps = N`. Each wave's ready nodes run concurrently, each on
-    /// its own copy of the wave's snapshot; their results merge field by field in ready
-    /// order; conditions see the merged state.
-    ///
-    /// # Errors
-    /// [`GraphError::Execution`] naming a failing node, [`GraphError::ConcurrentUpdate`],
-    /// [`GraphError::StepLimitExceeded`] carrying the state reached.
-    pub async fn run_with_steps(&self, state: S, max_steps: usize) -> Result<S, GraphError> {
-        self.drive(state, max_steps, None, None).await
-    }
-
-    /// Runs from `state`, at most `max_steps` waves, with every node's run going through
-    /// `journal`, which may record each node's result and hand it back on a replay instead
-    /// of running the node again: how a durable engine (`harness-durable`, on Restate) runs
-    /// a graph so a crashed run resumes in the wave it was in. The nodes of a wave run one
-    /// at a time, in ready order, so the journal sees the same steps in the same order on
-    /// every replay.
-    ///
-    /// # Errors
-    /// As [`Executor::run_with_steps`]; a node whose journal step fails fails the run.
-    pub async fn run_journaled(
-        &self,
-        state: S,
-        max_steps: usize,
-        journal: &dyn NodeJournal<S>,
-    ) -> Result<S, GraphError> {
-        self.drive(state, max_steps, None, Some(journal)).await
-    }
-
-    /// Runs from `state` (at most 50 waves) reporting progress as it goes; the run's result
-    /// comes back with the events, when the run is over.
-    pub async fn run_events(
-        &self,
-        state: S,
-        watch: impl FnMut(GraphEvent) + Send,
-    ) -> Result<S, GraphError> {
-        // The executor reports from its own task (nodes never call it), so the lock is
-        // never contended; it only turns the caller's `FnMut` into the `Fn` the run takes.
-        let watch = std::sync::Mutex::new(watch);
-        let send = |event: GraphEvent| {
-            if let Ok(mut watch) = watch.lock() {
-                watch(event);
-            }
+    /// Runs as [`run`](Executor::run) does, as a stream: [`GraphUpdate::Progress`] events
+    /// as the run goes, then [`GraphUpdate::Finished`] with its output, or an error as the
+    /// last item. The run happens as the stream is polled; dropping it cancels the run.
+    pub fn stream<'a>(
+        &'a self,
+        input: impl Into<GraphInput<'a, S>>,
+    ) -> impl Stream<Item = Result<GraphUpdate<S>>> + Send + 'a {
+        let input = input.into();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let run = async move {
+            let send = |event: GraphEvent| {
+                let _ = sender.send(Ok(GraphUpdate::Progress(event)));
+            };
+            let outcome = self.drive(input, Some(&send)).await;
+            let _ = sender.send(outcome.map(GraphUpdate::Finished));
         };
-        self.drive(state, DEFAULT_MAX_STEPS, Some(&send), None)
-            .await
-    }
-
-    /// Runs from `state` (at most 50 waves) as a stream: [`GraphUpdate::Progress`] events
-    /// as the run goes, then [`GraphUpdate::Finished`] with the final state, or an error as
-    /// the last item.
-    pub fn stream(
-        &self,
-        state: S,
-    ) -> impl Stream<Item = Result<GraphUpdate<S>, GraphError>> + Send + '_ {
-        channel_stream(move |sink| async move {
-            let send = |event: GraphEvent| sink.emit(Ok(GraphUpdate::Progress(event)));
-            let outcome = self
-                .drive(state, DEFAULT_MAX_STEPS, Some(&send), None)
-                .await;
-            sink.emit(outcome.map(GraphUpdate::Finished));
-        })
+        // The run as a stream of nothing, polled beside the events it sends: the stream ends
+        // once the run has finished (dropping the sender) and its last event is out.
+        let driver = futures_util::stream::once(run).filter_map(|()| std::future::ready(None));
+        let events = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        futures_util::stream::select(driver, events)
     }
 
     /// Loop edges whose source ran this wave and whose condition holds re-open their body;
@@ -515,12 +538,15 @@ impl<S: GraphState> Executor<S> {
 
     async fn drive(
         &self,
-        state: S,
-        max_steps: usize,
+        input: GraphInput<'_, S>,
         // None when nobody watches: the events (and their name copies) are not built.
         watcher: Option<&(dyn Fn(GraphEvent) + Send + Sync)>,
-        journal: Option<&dyn NodeJournal<S>>,
-    ) -> Result<S, GraphError> {
+    ) -> Result<GraphOutput<S>> {
+        let GraphInput {
+            state,
+            max_steps,
+            journal,
+        } = input;
         let nodes = self.topology.nodes();
         let count = nodes.len();
         let mut state = state;
@@ -528,7 +554,10 @@ impl<S: GraphState> Executor<S> {
         let mut ready: Vec<usize> = (0..count).filter(|&n| nodes[n].start).collect();
         for wave in 1..=max_steps {
             if ready.is_empty() {
-                return Ok(state);
+                return Ok(GraphOutput {
+                    state,
+                    stop_reason: GraphStopReason::Done,
+                });
             }
             if let Some(watch) = watcher {
                 watch(GraphEvent::WaveStarted {
@@ -558,10 +587,7 @@ impl<S: GraphState> Executor<S> {
                             failed: result.is_err(),
                         });
                     }
-                    result.map_err(|source| GraphError::Execution {
-                        node: name.clone(),
-                        source,
-                    })
+                    result.map_err(|source| node_failed(name, source))
                 }
             });
             let branches = if journal.is_some() {
@@ -589,13 +615,11 @@ impl<S: GraphState> Executor<S> {
             }
             ready = next;
         }
-        if ready.is_empty() {
-            Ok(state)
+        let stop_reason = if ready.is_empty() {
+            GraphStopReason::Done
         } else {
-            Err(GraphError::StepLimitExceeded {
-                limit: max_steps,
-                state: Box::new(state),
-            })
-        }
+            GraphStopReason::StepLimit
+        };
+        Ok(GraphOutput { state, stop_reason })
     }
 }

@@ -2,9 +2,10 @@
 //! nodes and edges.
 //!
 //! A [`Graph`] is built from named nodes (each a function of a typed state) and edges
-//! (plain, conditional, or a declared loop back-edge); `build()` checks its shape and gives an
-//! [`Executor`], which runs a state through it in concurrent waves and draws it as text with
-//! [`Executor::diagram`].
+//! ([`Graph::connect`], then `.when(..)` for a condition, `.loop_back()` for a declared loop
+//! back-edge); `build()` checks its shape and gives an [`Executor`], which runs a state
+//! through it in concurrent waves ([`Executor::run`], [`Executor::stream`]) and draws it as
+//! text with [`Executor::diagram`]. Every failure is a [`harness_core::Error`].
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-graphs.md"))]
 
 // Lets `#[derive(GraphState)]` name `::harness_graph` inside this crate's own tests.
@@ -16,11 +17,19 @@ mod graph;
 pub mod reducers;
 mod topology;
 
-pub use error::{GraphError, NodeError};
+pub use error::NodeError;
 pub use graph::{
-    DEFAULT_MAX_STEPS, Executor, Graph, GraphEvent, GraphState, GraphUpdate, NodeFuture, NodeId,
-    NodeJournal, NodeRef, Place,
+    DEFAULT_MAX_STEPS, Edge, Executor, Graph, GraphEvent, GraphInput, GraphOutput, GraphState,
+    GraphStopReason, GraphUpdate, NodeFuture, NodeId, NodeJournal, NodeRef, Place,
 };
+
+#[doc(hidden)]
+pub mod __private {
+    //! What `#[derive(GraphState)]` expands to. Not a public API: names here may change in
+    //! any release.
+    pub use crate::error::concurrent_update;
+    pub use harness_core::Error;
+}
 pub use harness_macros::GraphState;
 use topology::Topology;
 

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::error::GraphError;
+use harness_core::Error;
 
 /// How an edge is conditioned, as far as its shape is concerned.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -69,16 +69,16 @@ impl Topology {
     /// Registers a node.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] for a name already taken.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a name already taken.
     pub(crate) fn add(
         &mut self,
         name: impl Into<String>,
         start: bool,
         end: bool,
-    ) -> Result<usize, GraphError> {
+    ) -> Result<usize, Error> {
         let name = name.into();
         if self.index.contains_key(&name) {
-            return Err(GraphError::Configuration(format!(
+            return Err(Error::configuration(format!(
                 "Node already exists: {name}; give each node its own name"
             )));
         }
@@ -91,14 +91,14 @@ impl Topology {
     /// Connects two registered nodes by name.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] naming an unknown node (the source is checked first).
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error naming an unknown node (the source is checked first).
     pub(crate) fn connect(
         &mut self,
         source: &str,
         target: &str,
         condition: Option<Condition>,
         is_loop: bool,
-    ) -> Result<(), GraphError> {
+    ) -> Result<(), Error> {
         let source = self.position(source)?;
         let target = self.position(target)?;
         self.edges.push(EdgeInfo {
@@ -113,11 +113,11 @@ impl Topology {
     /// The index of the node named `name`.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] when none is.
-    pub(crate) fn position(&self, name: &str) -> Result<usize, GraphError> {
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when none is.
+    pub(crate) fn position(&self, name: &str) -> Result<usize, Error> {
         self.index.get(name).copied().ok_or_else(|| {
             let known: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
-            GraphError::Configuration(format!(
+            Error::configuration(format!(
                 "Unknown node: {name}; registered nodes: {}",
                 if known.is_empty() {
                     "none".to_owned()
@@ -138,20 +138,26 @@ impl Topology {
         &self.edges
     }
 
+    /// The edge at `at`, to set its condition or make it a loop while it is being built.
+    pub(crate) fn edge_mut(&mut self, at: usize) -> Option<&mut EdgeInfo> {
+        self.edges.get_mut(at)
+    }
+
     /// Checks what `build()` checks, in its order: a start node exists; every node is a
     /// start node or has an incoming edge; the forward (non-loop) edges have no cycle.
     ///
     /// # Errors
-    /// [`GraphError::Configuration`] saying what is wrong and how to fix it.
-    pub(crate) fn validate(&self) -> Result<(), GraphError> {
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error saying what is wrong
+    /// and how to fix it.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
         if !self.nodes.iter().any(|n| n.start) {
-            return Err(GraphError::Configuration(
+            return Err(Error::configuration(
                 "Graph has no start node; register at least one node with start".to_owned(),
             ));
         }
         for (at, node) in self.nodes.iter().enumerate() {
             if !node.start && !self.edges.iter().any(|e| e.target == at) {
-                return Err(GraphError::Configuration(format!(
+                return Err(Error::configuration(format!(
                     "Node '{}' is unreachable: no start flag and no incoming edges; connect it \
                      or mark it start",
                     node.name
@@ -177,9 +183,9 @@ impl Topology {
             }
         }
         if seen < self.nodes.len() {
-            return Err(GraphError::Configuration(
-                "Graph contains a cycle; declare the back-edge with a loop connection if the \
-                 iteration is intentional"
+            return Err(Error::configuration(
+                "Graph contains a cycle; declare the back-edge with connect(..).loop_back() if \
+                 the iteration is intentional"
                     .to_owned(),
             ));
         }

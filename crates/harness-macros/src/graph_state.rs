@@ -70,10 +70,9 @@ fn generate(input: TokenStream) -> syn::Result<TokenStream> {
                 #writers
                 if let ::core::option::Option::Some((first, rest)) = writers.split_first() {
                     if rest.iter().any(|value| value != first) {
-                        return ::core::result::Result::Err(#krate::GraphError::ConcurrentUpdate {
-                            field: #label.to_owned(),
-                            writers: writers.len(),
-                        });
+                        return ::core::result::Result::Err(
+                            #krate::__private::concurrent_update(#label, writers.len()),
+                        );
                     }
                     merged.#ident = ::core::clone::Clone::clone(*first);
                 }
@@ -83,7 +82,10 @@ fn generate(input: TokenStream) -> syn::Result<TokenStream> {
     }
     Ok(quote! {
         impl #krate::GraphState for #name {
-            fn merge(snapshot: &Self, branches: &[Self]) -> ::core::result::Result<Self, #krate::GraphError> {
+            fn merge(
+                snapshot: &Self,
+                branches: &[Self],
+            ) -> ::core::result::Result<Self, #krate::__private::Error> {
                 let mut merged = ::core::clone::Clone::clone(snapshot);
                 #(#merges)*
                 ::core::result::Result::Ok(merged)

@@ -171,16 +171,20 @@ fn generate(function: &mut ItemFn, options: &Options) -> syn::Result<TokenStream
 
             #[#krate::__private::async_trait]
             impl #krate::__private::Tool for #struct_ident {
-                fn spec(&self) -> &#krate::__private::ToolSpec {
-                    // Built on first use, then shared: a schema is not rebuilt per call.
-                    static SPEC: ::std::sync::OnceLock<#krate::__private::ToolSpec> =
-                        ::std::sync::OnceLock::new();
+                fn spec(&self) -> &::std::sync::Arc<#krate::__private::ToolSpec> {
+                    // Built on first use, then shared: a schema is not rebuilt per call, and
+                    // every toolbox holding the tool holds this one spec.
+                    static SPEC: ::std::sync::OnceLock<
+                        ::std::sync::Arc<#krate::__private::ToolSpec>,
+                    > = ::std::sync::OnceLock::new();
                     SPEC.get_or_init(|| {
                         let mut __params = #krate::__private::ParametersBuilder::new();
                         #(#schema_calls)*
-                        #krate::__private::ToolSpec::new(#tool_name, #description, __params.build())
-                            .with_requires_approval(#requires_approval)
-                            #timeout
+                        ::std::sync::Arc::new(
+                            #krate::__private::ToolSpec::new(#tool_name, #description, __params.build())
+                                .with_requires_approval(#requires_approval)
+                                #timeout
+                        )
                     })
                 }
 
@@ -188,10 +192,11 @@ fn generate(function: &mut ItemFn, options: &Options) -> syn::Result<TokenStream
                     &self,
                     __arguments: #krate::__private::serde_json::Value,
                     __ctx: #krate::__private::Ctx,
-                ) -> #krate::__private::Result<::std::string::String> {
+                ) -> #krate::__private::Result<#krate::__private::Content> {
                     let __ToolArguments { #(#idents),* } =
                         #krate::__private::parse_args::<__ToolArguments>(#tool_name, __arguments)?;
-                    #invoke
+                    let __text: #krate::__private::Result<::std::string::String> = { #invoke };
+                    __text.map(#krate::__private::Content::Text)
                 }
             }
         };

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
-use harness_core::channel::channel_stream;
 use harness_core::{
     Agent, AgentEvent, AgentState, BoxStream, Budget, Error, IntoTool, Llm, Result, TokenUsage,
     Tool, Toolbox,
@@ -222,16 +221,12 @@ impl DeepResearchBuilder {
 }
 
 impl DeepResearch {
-    /// Settings for a research workflow on `model`.
-    pub fn builder(model: impl Llm + 'static) -> DeepResearchBuilder {
-        Self::builder_shared(Arc::new(model))
-    }
-
-    /// Settings for a research workflow on a model shared with other code.
-    pub fn builder_shared(model: Arc<dyn Llm>) -> DeepResearchBuilder {
+    /// Settings for a research workflow on `model` (any [`Llm`], or an `Arc<dyn Llm>` shared
+    /// with other code).
+    pub fn builder(model: impl Llm) -> DeepResearchBuilder {
         DeepResearchBuilder {
             research: Self {
-                model,
+                model: Arc::new(model),
                 tools: Toolbox::new(),
                 max_sub_questions: 5,
                 n_parallel: None,
@@ -265,12 +260,12 @@ impl DeepResearch {
         self.n_parallel
     }
 
-    /// Runs the workflow and returns its result (drains [`DeepResearch::stream_events`]).
+    /// Runs the workflow and returns its result (drains [`DeepResearch::stream`]).
     ///
     /// # Errors
     /// The first error of any agent of the run.
     pub async fn run(&self, query: impl Into<String>) -> Result<ResearchResult> {
-        let mut events = self.stream_events(query);
+        let mut events = self.stream(query);
         while let Some(event) = events.next().await {
             if let ResearchEvent::ResearchFinished(result) = event? {
                 return Ok(*result);
@@ -282,19 +277,24 @@ impl DeepResearch {
     }
 
     /// Runs the workflow as a stream of [`ResearchEvent`]s ending in
-    /// [`ResearchEvent::ResearchFinished`], or an error as the last item.
-    pub fn stream_events(
-        &self,
-        query: impl Into<String>,
-    ) -> BoxStream<'static, Result<ResearchEvent>> {
+    /// [`ResearchEvent::ResearchFinished`], or an error as the last item. The run happens as
+    /// the stream is polled; dropping it cancels the run.
+    pub fn stream(&self, query: impl Into<String>) -> BoxStream<'static, Result<ResearchEvent>> {
         let research = self.clone();
         let query = query.into();
-        Box::pin(channel_stream(|sink| async move {
-            let emit = |event: ResearchEvent| sink.emit(Ok(event));
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let run = async move {
+            let emit = |event: ResearchEvent| {
+                let _ = sender.send(Ok(event));
+            };
             if let Err(error) = research.drive(query, &emit).await {
-                sink.emit(Err(error));
+                let _ = sender.send(Err(error));
             }
-        }))
+        };
+        // The workflow polled beside the events it sends; both end when it has.
+        let driver = futures_util::stream::once(run).filter_map(|()| std::future::ready(None));
+        let events = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        Box::pin(futures_util::stream::select(driver, events))
     }
 
     async fn drive(&self, query: String, emit: &(dyn Fn(ResearchEvent) + Sync)) -> Result<()> {
@@ -463,7 +463,7 @@ impl DeepResearch {
             "Research question: {query}\n\nFindings:\n\n{}",
             answers(findings)
         );
-        let mut events = synthesizer.stream_events(prompt);
+        let mut events = synthesizer.stream(prompt);
         while let Some(event) = events.next().await {
             match event? {
                 AgentEvent::TextDelta(text) => emit(ResearchEvent::TextDelta(text)),

@@ -2,8 +2,8 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Image, ImageSource, Llm,
-    LlmEvent, Message, ModelSettings, Request, Result, Role, Thinking, TokenUsage, ToolCall,
-    ToolChoice, ToolSpec, content::merge_blocks,
+    LlmEvent, Message, ModelInfo, ModelSettings, Request, Result, Role, Supports, Thinking,
+    TokenUsage, ToolCall, ToolChoice, ToolSpec, content::merge_blocks,
 };
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
@@ -104,8 +104,9 @@ impl Anthropic {
     /// `max_tokens`, `messages` and only what is set. (What is sent is written straight from
     /// the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
+        let body = self.body(request, stream);
         // Serialising these types cannot fail: every map key is a string.
-        serde_json::to_value(self.body(request, stream)).unwrap_or_default()
+        serde_json::to_value(rest::with_extra(&body, &body.extra)).unwrap_or_default()
     }
 
     /// The request body, borrowed from the request.
@@ -139,6 +140,7 @@ impl Anthropic {
             tool_choice: tool_choice(&settings).filter(|_| tools),
             thinking,
             stream: stream.then_some(true),
+            extra: settings.extra,
         }
     }
 }
@@ -194,33 +196,27 @@ impl AnthropicBuilder {
 #[async_trait::async_trait]
 impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let answer = self.client.post(PATH, &self.body(&request, false)).await?;
+        let body = self.body(&request, false);
+        let answer = self
+            .client
+            .post(PATH, &rest::with_extra(&body, &body.extra))
+            .await?;
         MessagesAccumulator::new(VENDOR).answer(&answer)
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        let body = self.body(&request, true);
         rest::stream(
-            &self.client,
+            Arc::clone(&self.client),
             PATH,
-            &self.body(&request, true),
+            &rest::with_extra(&body, &body.extra),
             MessagesAccumulator::new(VENDOR),
         )
     }
 
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-        Some(rest::stream_owned(
-            Arc::clone(&self.client),
-            PATH,
-            &self.body(&request, true),
-            MessagesAccumulator::new(VENDOR),
-        ))
-    }
-
-    fn name(&self) -> String {
-        format!("anthropic:{}", self.model)
+    fn info(&self) -> ModelInfo {
+        let supports = Supports::new().with_tools(true).with_images(true);
+        crate::models::info("anthropic", &self.model, supports)
     }
 }
 
@@ -231,6 +227,9 @@ impl Llm for Anthropic {
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
+    /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
+    #[serde(skip)]
+    extra: Cow<'a, Map<String, Value>>,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
@@ -298,7 +297,7 @@ impl Serialize for System<'_> {
 /// The tools, each `{name, description, input_schema}`; with caching, a breakpoint on the
 /// last.
 struct Tools<'a> {
-    specs: &'a [ToolSpec],
+    specs: &'a [Arc<ToolSpec>],
     cache: bool,
 }
 

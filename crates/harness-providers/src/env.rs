@@ -6,11 +6,9 @@ use std::time::Duration;
 use harness_core::testing::TestModel;
 use harness_core::{Error, Llm, Result};
 
-use crate::openai::{OpenAiBuilder, Service, env_nonempty};
-use crate::{
-    Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
-    OpenAi, OpenRouter, Together, Vllm, Xai,
-};
+use crate::openai::{OpenAiBuilder, env_nonempty};
+use crate::services::{SERVICES, Service, service};
+use crate::{Anthropic, Gemini};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -24,7 +22,7 @@ pub struct ModelChoice {
 impl std::fmt::Debug for ModelChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelChoice")
-            .field("model", &self.model.name())
+            .field("model", &self.model.info().name())
             .field("reason", &self.reason)
             .finish()
     }
@@ -33,42 +31,38 @@ impl std::fmt::Debug for ModelChoice {
 /// The model's name and the reason, as a program shows its choice: `test (no provider...)`.
 impl std::fmt::Display for ModelChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.model.name(), self.reason)
+        write!(f, "{} ({})", self.model.info().name(), self.reason)
     }
 }
 
-/// Providers with a key in the environment, in the order they are preferred, with the model
-/// used when only the key is given.
-const KEYED: &[(&str, &str, &str)] = &[
-    ("OPENAI_API_KEY", "openai", "gpt-4o-mini"),
+/// The vendors of their own formats, with their keys and the model used when only the key
+/// is given: preferred right after OpenAI, before the other services.
+const OWN_FORMATS: &[(&str, &str, &str)] = &[
     ("ANTHROPIC_API_KEY", "anthropic", "claude-3-5-haiku-latest"),
     ("GEMINI_API_KEY", "gemini", "gemini-2.5-flash"),
     ("GOOGLE_API_KEY", "gemini", "gemini-2.5-flash"),
-    ("GROQ_API_KEY", "groq", "llama-3.3-70b-versatile"),
-    ("MISTRAL_API_KEY", "mistral", "mistral-small-latest"),
-    ("DEEPSEEK_API_KEY", "deepseek", "deepseek-chat"),
-    ("OPENROUTER_API_KEY", "openrouter", "openai/gpt-4o-mini"),
-    (
-        "TOGETHER_API_KEY",
-        "together",
-        "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-    ),
-    (
-        "FIREWORKS_API_KEY",
-        "fireworks",
-        "accounts/fireworks/models/llama-v3p3-70b-instruct",
-    ),
-    ("CEREBRAS_API_KEY", "cerebras", "llama-3.3-70b"),
-    ("XAI_API_KEY", "xai", "grok-3-mini"),
 ];
 
-/// Local servers probed on loopback, in order.
-const LOCAL: &[(Service, u16)] = &[
-    (Ollama::SERVICE, 11434),
-    (LlamaCpp::SERVICE, 8080),
-    (LmStudio::SERVICE, 1234),
-    (Vllm::SERVICE, 8000),
-];
+/// Every provider that a key in the environment selects, in the order they are preferred:
+/// `(variable, provider, model)`.
+fn keyed() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    let hosted = SERVICES.iter().filter_map(|service| {
+        Some((service.key_var?, service.id, service.default_model?))
+    });
+    // OpenAI first, then the vendors of their own formats, then the other services.
+    hosted
+        .clone()
+        .take(1)
+        .chain(OWN_FORMATS.iter().copied())
+        .chain(hosted.skip(1))
+}
+
+/// The local servers asked on loopback, in table order.
+fn local() -> impl Iterator<Item = (&'static Service, u16)> {
+    SERVICES
+        .iter()
+        .filter_map(|service| Some((service, service.local_port?)))
+}
 
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
 /// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
@@ -88,37 +82,31 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         )));
     };
     let model = model.trim();
-    let compatible =
-        |builder: OpenAiBuilder| -> Result<Arc<dyn Llm>> { Ok(Arc::new(builder.build()?)) };
     match provider.trim() {
-        "openai" => compatible(OpenAi::builder(model)),
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
-        "groq" => compatible(Groq::builder(model)),
-        "together" => compatible(Together::builder(model)),
-        "deepseek" => compatible(DeepSeek::builder(model)),
-        "mistral" => compatible(Mistral::builder(model)),
-        "xai" => compatible(Xai::builder(model)),
-        "openrouter" => compatible(OpenRouter::builder(model)),
-        "fireworks" => compatible(Fireworks::builder(model)),
-        "cerebras" => compatible(Cerebras::builder(model)),
-        "ollama" => compatible(Ollama::builder(model)),
-        "vllm" => compatible(Vllm::builder(model)),
-        "lmstudio" => compatible(LmStudio::builder(model)),
-        "llamacpp" => compatible(LlamaCpp::builder(model)),
-        other => Err(Error::configuration(format!(
-            "unknown provider '{other}' in '{spec}'; use one of openai, anthropic, gemini, groq, \
-             together, deepseek, mistral, xai, openrouter, fireworks, cerebras, ollama, vllm, \
-             lmstudio, llamacpp, or test"
-        ))),
+        id => match service(id) {
+            Some(service) => Ok(Arc::new(
+                OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
+            )),
+            None => {
+                let known: Vec<&str> = ["anthropic", "gemini"]
+                    .into_iter()
+                    .chain(SERVICES.iter().map(|service| service.id))
+                    .collect();
+                Err(Error::configuration(format!(
+                    "unknown provider '{id}' in '{spec}'; use one of {}, or test",
+                    known.join(", ")
+                )))
+            }
+        },
     }
 }
 
 /// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
 fn looked_for() -> String {
-    let keys: Vec<&str> = KEYED.iter().map(|(var, _, _)| *var).collect();
-    let servers: Vec<String> = LOCAL
-        .iter()
+    let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    let servers: Vec<String> = local()
         .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
         .collect();
     format!(
@@ -173,7 +161,7 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
             reason: format!("DEEPHARNESS_MODEL is {spec}"),
         }));
     }
-    for (var, provider, model) in KEYED {
+    for (var, provider, model) in keyed() {
         if env_nonempty(var).is_some() {
             return Ok(Some(ModelChoice {
                 model: model_from_spec(&format!("{provider}:{model}"))?,
@@ -183,16 +171,15 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
             }));
         }
     }
-    let client = crate::client_builder()?
+    let client = crate::rest::client_builder()?
         .connect_timeout(Duration::from_millis(150))
         .timeout(Duration::from_millis(800))
         .build()
         .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;
     // Every server asked at once: nothing configured costs one timeout, not four.
     let answers =
-        futures_util::future::join_all(LOCAL.iter().map(|(_, port)| probe_local(&client, *port)))
-            .await;
-    for ((service, port), answer) in LOCAL.iter().zip(answers) {
+        futures_util::future::join_all(local().map(|(_, port)| probe_local(&client, port))).await;
+    for ((service, port), answer) in local().zip(answers) {
         if let Some(model) = answer {
             let built = OpenAiBuilder::for_service(*service, model.clone()).build()?;
             return Ok(Some(ModelChoice {
@@ -244,18 +231,18 @@ mod tests {
             model: Arc::new(harness_core::testing::TestModel::new()),
             reason: "nothing configured".to_owned(),
         };
-        assert_eq!(choice.to_string(), "test (nothing configured)");
+        assert_eq!(choice.to_string(), "test:test (nothing configured)");
     }
 
     #[test]
     fn specs_name_a_provider_and_a_model() {
         assert_eq!(
-            model_from_spec("test").map(|m| m.name()).ok().as_deref(),
-            Some("test")
+            model_from_spec("test").map(|m| m.info().name()).ok().as_deref(),
+            Some("test:test")
         );
-        let model = model_from_spec("groq:llama-3.3-70b-versatile").map(|m| m.name());
+        let model = model_from_spec("groq:llama-3.3-70b-versatile").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("groq:llama-3.3-70b-versatile"));
-        let model = model_from_spec("llamacpp:smollm2").map(|m| m.name());
+        let model = model_from_spec("llamacpp:smollm2").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("llamacpp:smollm2"));
         let err = model_from_spec("gpt-4o")
             .err()
@@ -272,7 +259,10 @@ mod tests {
     #[test]
     fn nothing_configured_names_every_place_looked() {
         let text = looked_for();
-        for (var, _, _) in KEYED {
+        let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+        assert_eq!(&keys[..4], ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+        assert_eq!(keys.len(), 12);
+        for var in keys {
             assert!(text.contains(var), "{text}");
         }
         for port in ["11434", "8080", "1234", "8000"] {
@@ -299,7 +289,7 @@ mod tests {
                 );
             }
         });
-        let client = crate::client_builder()
+        let client = crate::rest::client_builder()
             .and_then(|b| b.build().map_err(|e| Error::configuration(e.to_string())))
             .expect("a client");
         assert_eq!(probe_local(&client, port).await.as_deref(), Some("smollm2"));

@@ -2,12 +2,13 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, ImageSource, Llm, LlmEvent,
-    Message, ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall,
-    ToolChoice, ToolSpec,
+    Message, ModelInfo, ModelSettings, OutputSchema, Request, Result, Role, Supports, Thinking,
+    TokenUsage, ToolCall, ToolChoice, ToolSpec,
 };
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
@@ -98,7 +99,7 @@ impl Gemini {
     pub fn request_body(&self, request: &Request<'_>) -> Result<Value> {
         let body = self.body(request)?;
         // Serialising these types cannot fail: every map key is a string.
-        Ok(serde_json::to_value(body).unwrap_or_default())
+        Ok(serde_json::to_value(rest::with_extra(&body, &body.extra)).unwrap_or_default())
     }
 
     /// The request body, borrowed from the request; an image Gemini cannot take is refused
@@ -123,6 +124,7 @@ impl Gemini {
                     function_calling_config: CallingConfig::from(choice),
                 }),
             generation_config: (!config.is_empty()).then_some(config),
+            extra: settings.extra,
         })
     }
 }
@@ -163,46 +165,33 @@ impl GeminiBuilder {
 impl Llm for Gemini {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         let body = self.body(&request)?;
-        let answer = self.client.post(&self.generate_path, &body).await?;
+        let answer = self
+            .client
+            .post(&self.generate_path, &rest::with_extra(&body, &body.extra))
+            .await?;
         ContentAccumulator::new(VENDOR).answer(&self.generate_path, &answer)
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         let body = match self.body(&request) {
             Ok(body) => body,
             Err(e) => return Box::pin(futures_util::stream::once(async { Err(e) })),
         };
         rest::stream(
-            &self.client,
+            Arc::clone(&self.client),
             &self.stream_path,
-            &body,
+            &rest::with_extra(&body, &body.extra),
             ContentAccumulator::new(VENDOR),
         )
     }
 
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-        let body = match self.body(&request) {
-            Ok(body) => body,
-            Err(e) => return Some(Box::pin(futures_util::stream::once(async { Err(e) }))),
-        };
-        Some(rest::stream_owned(
-            Arc::clone(&self.client),
-            &self.stream_path,
-            &body,
-            ContentAccumulator::new(VENDOR),
-        ))
-    }
-
-    fn name(&self) -> String {
-        format!("gemini:{}", self.model)
-    }
-
     /// Gemini holds an answer to a JSON Schema (`responseJsonSchema`).
-    fn native_output(&self) -> bool {
-        true
+    fn info(&self) -> ModelInfo {
+        let supports = Supports::new()
+            .with_tools(true)
+            .with_images(true)
+            .with_structured_output(true);
+        crate::models::info("gemini", &self.model, supports)
     }
 }
 
@@ -213,6 +202,9 @@ impl Llm for Gemini {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Body<'a> {
+    /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
+    #[serde(skip)]
+    extra: Cow<'a, Map<String, Value>>,
     contents: Contents<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<Instruction<'a>>,
@@ -241,7 +233,7 @@ struct Declarations<'a> {
 }
 
 /// Each tool with its full JSON Schema.
-struct Functions<'a>(&'a [ToolSpec]);
+struct Functions<'a>(&'a [Arc<ToolSpec>]);
 
 impl Serialize for Functions<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {

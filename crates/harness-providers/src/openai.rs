@@ -2,8 +2,8 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Llm, LlmEvent, Message,
-    ModelSettings, OutputSchema, Request, Result, Role, Thinking, TokenUsage, ToolCall, ToolChoice,
-    ToolSpec,
+    ModelInfo, ModelSettings, OutputSchema, Request, Result, Role, Supports, Thinking, TokenUsage,
+    ToolCall, ToolChoice, ToolSpec,
 };
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
+use crate::services::{self, Service, TokenLimit};
 use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
 use crate::wire::{
@@ -63,32 +64,6 @@ pub struct OpenAi {
     max_completion_tokens: bool,
 }
 
-/// Where an OpenAI-compatible service lives, how it is reached, and what it accepts.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Service {
-    pub(crate) id: &'static str,
-    /// The service's name, as messages say it.
-    pub(crate) name: &'static str,
-    pub(crate) base_url: &'static str,
-    pub(crate) key_var: Option<&'static str>,
-    pub(crate) base_url_var: Option<&'static str>,
-    /// Whether it holds answers to a JSON Schema (`response_format` `json_schema`).
-    pub(crate) native_output: bool,
-    /// Whether it reads the output limit as `max_completion_tokens` rather than
-    /// `max_tokens`.
-    pub(crate) max_completion_tokens: bool,
-}
-
-pub(crate) const OPENAI: Service = Service {
-    id: "openai",
-    name: "OpenAI",
-    base_url: "https://api.openai.com/v1",
-    key_var: Some("OPENAI_API_KEY"),
-    base_url_var: Some("OPENAI_BASE_URL"),
-    native_output: true,
-    max_completion_tokens: true,
-};
-
 /// Builds an [`OpenAi`] (or a gateway's or local server's model).
 #[derive(Debug, Clone)]
 #[must_use = "call build() to get the model"]
@@ -113,7 +88,7 @@ impl OpenAi {
 
     /// A builder for OpenAI's `model`.
     pub fn builder(model: impl Into<String>) -> OpenAiBuilder {
-        OpenAiBuilder::for_service(OPENAI, model.into())
+        OpenAiBuilder::for_service(services::known("openai"), model.into())
     }
 
     /// The model's name as the service knows it.
@@ -135,8 +110,9 @@ impl OpenAi {
     /// `{"model", "messages"}` plus only the options that are set. (What is sent is written
     /// straight from the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
+        let body = self.body(request, stream);
         // Serialising these types cannot fail: every map key is a string.
-        serde_json::to_value(self.body(request, stream)).unwrap_or_default()
+        serde_json::to_value(rest::with_extra(&body, &body.extra)).unwrap_or_default()
     }
 
     /// Who is answering, for errors.
@@ -151,6 +127,7 @@ impl OpenAi {
         let max_tokens = settings.max_tokens;
         Body {
             model: &self.model,
+            extra: settings.extra,
             messages: Messages(crate::wire::with_call_ids(request.messages)),
             tools: tools.then_some(Tools(request.tools)),
             tool_choice: settings.tool_choice.filter(|_| tools).map(ChoiceWire::from),
@@ -196,10 +173,11 @@ impl OpenAiBuilder {
 
     /// Whether the service holds answers to a JSON Schema (`response_format` `json_schema`),
     /// so an agent's structured output is asked for natively instead of through a
-    /// `final_answer` tool. Each preset says what its service does (on for OpenAI, Together,
-    /// Mistral, xAI, Fireworks, Cerebras and the four local servers; off for Groq, DeepSeek
-    /// and OpenRouter, where it depends on the model); set it for a model that differs.
-    pub fn native_output(mut self, on: bool) -> Self {
+    /// `final_answer` tool ([`Supports::structured_output`](harness_core::Supports)). Each
+    /// preset says what its service does (on for OpenAI, Together, Mistral, xAI, Fireworks,
+    /// Cerebras and the four local servers; off for Groq, DeepSeek and OpenRouter, where it
+    /// depends on the model); set it for a model that differs.
+    pub fn structured_output(mut self, on: bool) -> Self {
         self.native_output = Some(on);
         self
     }
@@ -234,8 +212,8 @@ impl OpenAiBuilder {
             name: self.service.name,
             defaults: self.defaults,
             stream_usage: self.stream_usage,
-            native_output: self.native_output.unwrap_or(self.service.native_output),
-            max_completion_tokens: self.service.max_completion_tokens,
+            native_output: self.native_output.unwrap_or(self.service.structured_output),
+            max_completion_tokens: self.service.token_limit == TokenLimit::MaxCompletionTokens,
         })
     }
 }
@@ -247,40 +225,30 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 #[async_trait::async_trait]
 impl Llm for OpenAi {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let answer = match self.client.post(PATH, &self.body(&request, false)).await {
+        let body = self.body(&request, false);
+        let answer = match self.client.post(PATH, &rest::with_extra(&body, &body.extra)).await {
             Ok(answer) => answer,
             Err(error) => return refused_call(error),
         };
         ChatAccumulator::new(self.vendor()).answer(&answer)
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        let body = self.body(&request, true);
         rest::stream(
-            &self.client,
+            Arc::clone(&self.client),
             PATH,
-            &self.body(&request, true),
+            &rest::with_extra(&body, &body.extra),
             ChatAccumulator::new(self.vendor()),
         )
     }
 
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-        Some(rest::stream_owned(
-            Arc::clone(&self.client),
-            PATH,
-            &self.body(&request, true),
-            ChatAccumulator::new(self.vendor()),
-        ))
-    }
-
-    fn name(&self) -> String {
-        format!("{}:{}", self.client.config().provider, self.model)
-    }
-
-    fn native_output(&self) -> bool {
-        self.native_output
+    fn info(&self) -> ModelInfo {
+        let supports = Supports::new()
+            .with_tools(true)
+            .with_images(true)
+            .with_structured_output(self.native_output);
+        crate::models::info(&self.client.config().provider, &self.model, supports)
     }
 }
 
@@ -291,6 +259,9 @@ impl Llm for OpenAi {
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
+    /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
+    #[serde(skip)]
+    extra: Cow<'a, Map<String, Value>>,
     messages: Messages<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Tools<'a>>,
@@ -383,7 +354,7 @@ impl<'a> From<&'a ToolChoice> for ChoiceWire<'a> {
 }
 
 /// The tools, each `{"type": "function", "function": {name, description, parameters}}`.
-struct Tools<'a>(&'a [ToolSpec]);
+struct Tools<'a>(&'a [Arc<ToolSpec>]);
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
@@ -1555,69 +1526,6 @@ fn refused_call_message(error: &Value) -> Option<String> {
         }
     }
     Some(message)
-}
-
-macro_rules! compatible {
-    ($($(#[$doc:meta])* $name:ident => $id:literal, $display:literal, $url:literal, $key:expr, native: $native:literal;)*) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub struct $name;
-
-        impl $name {
-            pub(crate) const SERVICE: Service = Service {
-                id: $id,
-                name: $display,
-                base_url: $url,
-                key_var: $key,
-                base_url_var: None,
-                native_output: $native,
-                max_completion_tokens: false,
-            };
-
-            /// The model `model` on this service, with its defaults: an [`OpenAi`] pointed at
-            /// the service.
-            ///
-            /// # Errors
-            /// As [`OpenAiBuilder::build`].
-            #[allow(clippy::new_ret_no_self)] // the service is a preset of `OpenAi`
-            pub fn new(model: impl Into<String>) -> Result<OpenAi> {
-                Self::builder(model).build()
-            }
-
-            /// A builder for `model` on this service.
-            pub fn builder(model: impl Into<String>) -> OpenAiBuilder {
-                OpenAiBuilder::for_service(Self::SERVICE, model.into())
-            }
-        }
-    )*};
-}
-
-compatible! {
-    /// Groq's OpenAI-compatible API; key from `GROQ_API_KEY`.
-    Groq => "groq", "Groq", "https://api.groq.com/openai/v1", Some("GROQ_API_KEY"), native: false;
-    /// Together AI; key from `TOGETHER_API_KEY`.
-    Together => "together", "Together AI", "https://api.together.xyz/v1", Some("TOGETHER_API_KEY"), native: true;
-    /// DeepSeek; key from `DEEPSEEK_API_KEY`. Its reasoning arrives as thinking.
-    DeepSeek => "deepseek", "DeepSeek", "https://api.deepseek.com/v1", Some("DEEPSEEK_API_KEY"), native: false;
-    /// Mistral; key from `MISTRAL_API_KEY`.
-    Mistral => "mistral", "Mistral", "https://api.mistral.ai/v1", Some("MISTRAL_API_KEY"), native: true;
-    /// xAI; key from `XAI_API_KEY`.
-    Xai => "xai", "xAI", "https://api.x.ai/v1", Some("XAI_API_KEY"), native: true;
-    /// OpenRouter; key from `OPENROUTER_API_KEY`.
-    OpenRouter => "openrouter", "OpenRouter", "https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY"), native: false;
-    /// Fireworks AI; key from `FIREWORKS_API_KEY`.
-    Fireworks => "fireworks", "Fireworks AI", "https://api.fireworks.ai/inference/v1", Some("FIREWORKS_API_KEY"), native: true;
-    /// Cerebras; key from `CEREBRAS_API_KEY`.
-    Cerebras => "cerebras", "Cerebras", "https://api.cerebras.ai/v1", Some("CEREBRAS_API_KEY"), native: true;
-    /// A local Ollama server at `localhost:11434`; no key.
-    Ollama => "ollama", "Ollama", "http://localhost:11434/v1", None, native: true;
-    /// A local vLLM server at `localhost:8000`; no key.
-    Vllm => "vllm", "vLLM", "http://localhost:8000/v1", None, native: true;
-    /// A local LM Studio server at `localhost:1234`; no key.
-    LmStudio => "lmstudio", "LM Studio", "http://localhost:1234/v1", None, native: true;
-    /// A local llama.cpp `llama-server` at `localhost:8080`; no key. Start it with `--jinja`
-    /// for tool calls.
-    LlamaCpp => "llamacpp", "llama.cpp", "http://localhost:8080/v1", None, native: true;
 }
 
 #[cfg(test)]

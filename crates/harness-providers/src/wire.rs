@@ -6,6 +6,7 @@ use std::fmt;
 use harness_core::{
     Block, Content, Document, ImageSource, Message, ModelSettings, ReasoningLevel, Role, ToolChoice,
 };
+use serde_json::{Map, Value};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 
@@ -289,7 +290,7 @@ pub(crate) fn present<'de, D: Deserializer<'de>>(
 /// The settings a request is sent with: the request's own over the provider's defaults,
 /// setting by setting (as [`ModelSettings::over`] merges them), borrowed from both rather
 /// than copied each turn.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Settings<'a> {
     pub(crate) temperature: Option<f64>,
     pub(crate) max_tokens: Option<u32>,
@@ -298,6 +299,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) reasoning: Option<ReasoningLevel>,
+    /// The vendor fields of both, the narrow side's winning per key.
+    pub(crate) extra: Cow<'a, Map<String, Value>>,
 }
 
 impl<'a> Settings<'a> {
@@ -314,6 +317,15 @@ impl<'a> Settings<'a> {
             tool_choice: narrow.tool_choice.as_ref().or(broad.tool_choice.as_ref()),
             parallel_tool_calls: narrow.parallel_tool_calls.or(broad.parallel_tool_calls),
             reasoning: narrow.reasoning.or(broad.reasoning),
+            extra: if broad.extra.is_empty() {
+                Cow::Borrowed(&narrow.extra)
+            } else if narrow.extra.is_empty() {
+                Cow::Borrowed(&broad.extra)
+            } else {
+                let mut extra = broad.extra.clone();
+                extra.extend(narrow.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Cow::Owned(extra)
+            },
         }
     }
 }

@@ -1,76 +1,26 @@
-//! The error type of harness-tools.
+//! The errors harness-tools makes: [`harness_core::Error`]s of kind
+//! [`Workspace`](harness_core::ErrorKind::Workspace) (a path outside the root),
+//! [`Io`](harness_core::ErrorKind::Io) and
+//! [`Configuration`](harness_core::ErrorKind::Configuration); inside a tool call, the
+//! [`ToolError`](harness_core::ToolError) the model reads.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::Path;
 
-/// Everything that can go wrong in harness-tools.
-///
-/// Raised inside a tool call, it reaches the model as that call's result (its message is the
-/// text the model reads), so the model can correct itself.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// A path lands outside the workspace root: through `..`, an absolute path elsewhere, or
-    /// a symlink pointing out. Raised before any read or write happens.
-    #[error("path {path:?} is outside the workspace root {}", .root.display())]
-    OutsideWorkspace {
-        /// The path as it was given.
-        path: String,
-        /// The workspace root.
-        root: PathBuf,
-    },
+use harness_core::{Error, ErrorKind};
 
-    /// Something was set up the wrong way: the message says what and how to fix it.
-    #[error("{0}")]
-    Configuration(String),
-
-    /// A file operation failed (not found, a symlink loop, permissions).
-    #[error("{path}: {source}")]
-    Io {
-        /// The path as the model sees it.
-        path: String,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// A tool refused what it was asked, saying why (an ambiguous edit, say).
-    #[error("{0}")]
-    Refused(String),
+/// A path that lands outside the workspace root.
+pub(crate) fn outside(path: &str, root: &Path) -> Error {
+    Error::new(
+        ErrorKind::Workspace,
+        format!(
+            "path {path:?} is outside the workspace root {}",
+            root.display()
+        ),
+    )
 }
 
-impl Error {
-    /// True for [`Error::OutsideWorkspace`].
-    pub fn is_outside_workspace(&self) -> bool {
-        matches!(self, Self::OutsideWorkspace { .. })
-    }
+/// A file operation on `path` (as the model gave it) that failed.
+pub(crate) fn io(path: &str, source: io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("{path}: {source}")).with_source(source)
 }
-
-/// Outside a tool call: kind [`Configuration`](harness_core::ErrorKind::Configuration) for a
-/// setup mistake, [`Workspace`](harness_core::ErrorKind::Workspace) for the rest; the source
-/// is this error, reached with [`harness_core::Error::downcast_ref`].
-impl From<Error> for harness_core::Error {
-    fn from(error: Error) -> Self {
-        let kind = match error {
-            Error::Configuration(_) => harness_core::ErrorKind::Configuration,
-            _ => harness_core::ErrorKind::Workspace,
-        };
-        Self::from_source(kind, error)
-    }
-}
-
-/// Inside a tool call: a failure the model reads; arguments that do not fit for
-/// [`Error::Configuration`] (a tool's own setup mistakes surface when it is built, so one at
-/// call time comes from the arguments).
-impl From<Error> for harness_core::ToolError {
-    fn from(error: Error) -> Self {
-        let message = error.to_string();
-        match error {
-            Error::Configuration(_) => Self::invalid_arguments(message),
-            _ => Self::failed(message),
-        }
-        .with_source(error)
-    }
-}
-
-/// A shorthand for `Result<T, harness_tools::Error>`.
-pub type Result<T, E = Error> = std::result::Result<T, E>;

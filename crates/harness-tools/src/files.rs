@@ -4,10 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
-use harness_core::{Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
+use harness_core::{Content, Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
 use crate::names::ToolName;
 use crate::workspace::Workspace;
 
@@ -48,7 +47,7 @@ impl Default for FileToolsConfig {
 /// let tools = file_tools(&workspace, FileToolsConfig { writable: false, ..Default::default() });
 /// let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
 /// assert_eq!(names, ["read_file", "list_files", "search_files"]);
-/// # Ok::<(), harness_tools::Error>(())
+/// # Ok::<(), harness_core::Error>(())
 /// ```
 pub fn file_tools(workspace: &Workspace, config: FileToolsConfig) -> Vec<Arc<dyn Tool>> {
     let shared = Arc::new(Shared {
@@ -72,11 +71,14 @@ struct Shared {
     config: FileToolsConfig,
 }
 
+/// A tool's body: what the model reads, or why the call failed.
+type Result<T> = std::result::Result<T, ToolError>;
+
 type Body = fn(&Shared, &Map<String, Value>) -> Result<String>;
 
 /// One file tool: its spec and the body it runs, on the blocking pool.
 struct FileTool {
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
     shared: Arc<Shared>,
     body: Body,
 }
@@ -84,7 +86,7 @@ struct FileTool {
 impl FileTool {
     fn boxed(shared: &Arc<Shared>, spec: ToolSpec, body: Body) -> Arc<dyn Tool> {
         Arc::new(Self {
-            spec,
+            spec: Arc::new(spec),
             shared: Arc::clone(shared),
             body,
         })
@@ -93,11 +95,11 @@ impl FileTool {
 
 #[async_trait::async_trait]
 impl Tool for FileTool {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<Content> {
         let Value::Object(arguments) = arguments else {
             return Err(ToolError::invalid_arguments(
                 "arguments must be a JSON object",
@@ -107,8 +109,8 @@ impl Tool for FileTool {
         // File I/O blocks: keep it off the runtime's worker threads.
         let outcome = tokio::task::spawn_blocking(move || body(&shared, &arguments)).await;
         match outcome {
-            Ok(Ok(text)) => Ok(text),
-            Ok(Err(e)) => Err(ToolError::from(e)),
+            Ok(Ok(text)) => Ok(Content::Text(text)),
+            Ok(Err(e)) => Err(e),
             Err(e) => Err(ToolError::failed(format!("the tool stopped: {e}")).with_source(e)),
         }
     }
@@ -117,10 +119,10 @@ impl Tool for FileTool {
 fn text_arg(arguments: &Map<String, Value>, key: &str) -> Result<String> {
     match arguments.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(Error::Configuration(format!(
+        Some(other) => Err(ToolError::invalid_arguments(format!(
             "`{key}` must be a string, got {other}"
         ))),
-        None => Err(Error::Configuration(format!("missing field `{key}`"))),
+        None => Err(ToolError::invalid_arguments(format!("missing field `{key}`"))),
     }
 }
 
@@ -237,7 +239,7 @@ fn read_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
     let offset = match arguments.get("offset") {
         None | Some(Value::Null) => 0,
         Some(v) => v.as_u64().ok_or_else(|| {
-            Error::Configuration(format!("`offset` must be a non-negative integer, got {v}"))
+            ToolError::invalid_arguments(format!("`offset` must be a non-negative integer, got {v}"))
         })?,
     };
     let bytes = shared.workspace.read(&path)?;
@@ -308,7 +310,7 @@ fn matcher(pattern: &str) -> Result<GlobMatcher> {
         .literal_separator(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| Error::Configuration(format!("invalid glob {pattern:?}: {e}")))
+        .map_err(|e| ToolError::invalid_arguments(format!("invalid glob {pattern:?}: {e}")))
 }
 
 /// Every regular file beneath the root (symlinks to files inside included), walked through
@@ -430,7 +432,7 @@ fn edit_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
     let rel = shared.workspace.relative(&shared.workspace.resolve(&path)?);
     let bytes = shared.workspace.read(&path)?;
     let text = String::from_utf8(bytes).map_err(|_| {
-        Error::Refused(format!(
+        ToolError::failed(format!(
             "{rel} is not UTF-8 text; edit_file changes text files only"
         ))
     })?;
@@ -440,14 +442,14 @@ fn edit_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
         text.matches(old.as_str()).count()
     };
     match count {
-        0 => Err(Error::Refused(format!("{rel} does not contain that text"))),
+        0 => Err(ToolError::failed(format!("{rel} does not contain that text"))),
         1 => {
             shared
                 .workspace
                 .write(&path, text.replacen(old.as_str(), &new, 1).as_bytes())?;
             Ok(format!("Edited {rel}."))
         }
-        n => Err(Error::Refused(format!(
+        n => Err(ToolError::failed(format!(
             "that text appears {n} times in {rel}; include more surrounding lines to make it unique"
         ))),
     }

@@ -9,6 +9,11 @@
 //!   servers with `McpServer::with_oauth` (feature `mcp-auth`, off by default).
 //! - [`TavilySearch`] (feature `search`): web search as a tool.
 //!
+//! Every failure is a [`harness_core::Error`] (a path outside the workspace is of kind
+//! [`Workspace`](harness_core::ErrorKind::Workspace), an MCP server's failure of kind
+//! [`Mcp`](harness_core::ErrorKind::Mcp) with its [`McpError`](mcp::McpError) as the
+//! source); inside a tool call, the [`ToolError`](harness_core::ToolError) the model reads.
+//!
 //! ```no_run
 //! use harness_core::agent::{Agent, Permissions, Rule};
 //! use harness_tools::{FileToolsConfig, ShellConfig, ToolName, Workspace, file_tools, shell_tool};
@@ -42,7 +47,6 @@ mod search;
 mod shell;
 mod workspace;
 
-pub use error::{Error, Result};
 pub use files::{FileToolsConfig, file_tools};
 pub use names::ToolName;
 #[cfg(feature = "search")]

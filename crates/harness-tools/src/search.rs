@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{Ctx, Error, Result, Tool, ToolError, ToolSpec};
+use harness_core::{Content, Ctx, Error, Result, Tool, ToolError, ToolSpec};
 use harness_providers::{HttpClient, HttpConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -41,6 +41,8 @@ pub struct SearchResult {
 ///
 /// let search = TavilySearch::builder().api_key("tvly-test").max_results(10).build()?;
 /// assert_eq!(harness_core::Tool::spec(&search.as_tool()).name, "web_search");
+/// let news = search.as_tool().with_name("news_search");
+/// assert_eq!(harness_core::Tool::spec(&news).name, "news_search");
 /// # Ok::<(), harness_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -88,25 +90,18 @@ impl TavilySearch {
     }
 
     /// The search as a tool named `web_search` taking one `query`, returning the results as
-    /// text.
+    /// text; [`SearchTool::with_name`] and [`SearchTool::with_description`] choose others.
     pub fn as_tool(&self) -> SearchTool {
-        self.as_named_tool(
-            "web_search",
-            "Search the web for current information. Returns the title, URL and an excerpt of \
-             each result.",
-        )
-    }
-
-    /// The search as a tool with another name and description.
-    pub fn as_named_tool(&self, name: &str, description: &str) -> SearchTool {
         let parameters = json!({
             "type": "object",
             "properties": {"query": {"type": "string", "description": "What to search the web for."}},
             "required": ["query"],
         });
+        let description = "Search the web for current information. Returns the title, URL and \
+                           an excerpt of each result.";
         SearchTool {
             search: Arc::new(self.clone()),
-            spec: ToolSpec::new(name, description, parameters),
+            spec: Arc::new(ToolSpec::new("web_search", description, parameters)),
         }
     }
 
@@ -220,16 +215,32 @@ pub fn format_results(results: &[SearchResult], query: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct SearchTool {
     search: Arc<TavilySearch>,
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
+}
+
+impl SearchTool {
+    /// The tool under another name.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.spec).name = name.into();
+        self
+    }
+
+    /// The tool with another description, as the model reads it.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.spec).description = description.into();
+        self
+    }
 }
 
 #[async_trait::async_trait]
 impl Tool for SearchTool {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> std::result::Result<String, ToolError> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> std::result::Result<Content, ToolError> {
         let Some(query) = arguments.get("query").and_then(Value::as_str) else {
             return Err(ToolError::invalid_arguments(
                 "missing field `query` (a string)",
@@ -240,6 +251,6 @@ impl Tool for SearchTool {
             .search(query)
             .await
             .map_err(|e| ToolError::failed(e.to_string()).with_source(e))?;
-        Ok(format_results(&results, query))
+        Ok(format_results(&results, query).into())
     }
 }

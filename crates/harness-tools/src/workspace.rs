@@ -7,13 +7,16 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use crate::error::{Error, Result};
+use harness_core::{Error, Result};
+
+use crate::error;
 
 /// The one directory a tool may touch.
 ///
 /// Every path a model sends is resolved here first: one that lands outside the root (`..`,
 /// an absolute path elsewhere, a symlink inside pointing out, a symlinked directory) is
-/// [`Error::OutsideWorkspace`] before any read or write happens.
+/// an error of kind [`Workspace`](harness_core::ErrorKind::Workspace) before any read or write
+/// happens.
 ///
 /// The check is not the only guard. Every read, write and listing then goes through a
 /// directory handle on the root (`cap-std`, which on Linux opens with `RESOLVE_BENEATH`), so a
@@ -29,8 +32,9 @@ use crate::error::{Error, Result};
 ///
 /// let dir = std::env::temp_dir();
 /// let workspace = Workspace::new(&dir)?;
-/// assert!(workspace.resolve("../../etc/passwd").unwrap_err().is_outside_workspace());
-/// # Ok::<(), harness_tools::Error>(())
+/// let refused = workspace.resolve("../../etc/passwd").unwrap_err();
+/// assert_eq!(refused.kind(), harness_core::ErrorKind::Workspace);
+/// # Ok::<(), harness_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -42,20 +46,20 @@ impl Workspace {
     /// A workspace rooted at `root`, which must be an existing directory.
     ///
     /// # Errors
-    /// [`Error::Configuration`] when it is not.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when it is not.
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         let given = root.as_ref();
         let root = std::fs::canonicalize(given)
             .ok()
             .filter(|r| r.is_dir())
             .ok_or_else(|| {
-                Error::Configuration(format!(
+                Error::configuration(format!(
                     "workspace root {} is not an existing directory",
                     given.display()
                 ))
             })?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority()).map_err(|e| {
-            Error::Configuration(format!(
+            Error::configuration(format!(
                 "cannot open workspace root {}: {e}",
                 root.display()
             ))
@@ -74,7 +78,8 @@ impl Workspace {
     /// The absolute path `path` names inside the workspace.
     ///
     /// # Errors
-    /// [`Error::OutsideWorkspace`] when it lands outside; [`Error::Io`] for a symlink loop.
+    /// A [`Workspace`](harness_core::ErrorKind::Workspace) error when it lands outside; an
+    /// [`Io`](harness_core::ErrorKind::Io) error for a symlink loop.
     pub fn resolve(&self, path: &str) -> Result<PathBuf> {
         self.inside(path).map(|rel| self.root.join(rel))
     }
@@ -98,10 +103,7 @@ impl Workspace {
     /// The path relative to the root, with symlinks of its existing part resolved; refused
     /// when it leaves the root.
     pub(crate) fn inside(&self, path: &str) -> Result<PathBuf> {
-        let outside = || Error::OutsideWorkspace {
-            path: path.to_owned(),
-            root: self.root.clone(),
-        };
+        let outside = || error::outside(path, &self.root);
         let given = Path::new(path);
         let relative = if given.is_absolute() {
             given.strip_prefix(&self.root).map_err(|_| outside())?
@@ -144,12 +146,7 @@ impl Workspace {
                     existing.pop();
                 }
                 Err(e) if escapes(&e) => return Err(outside()),
-                Err(source) => {
-                    return Err(Error::Io {
-                        path: path.to_owned(),
-                        source,
-                    });
-                }
+                Err(source) => return Err(error::io(path, source)),
             }
         }
         let mut resolved = PathBuf::new();
@@ -165,7 +162,8 @@ impl Workspace {
     /// Reads a file's bytes.
     ///
     /// # Errors
-    /// [`Error::OutsideWorkspace`] or [`Error::Io`].
+    /// A [`Workspace`](harness_core::ErrorKind::Workspace) or [`Io`](harness_core::ErrorKind::Io)
+    /// error.
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
         let rel = self.inside(path)?;
         self.dir.read(&rel).map_err(|e| self.io(path, e))
@@ -174,7 +172,8 @@ impl Workspace {
     /// Writes a file, creating its parent directories; returns whether it existed before.
     ///
     /// # Errors
-    /// [`Error::OutsideWorkspace`] or [`Error::Io`].
+    /// A [`Workspace`](harness_core::ErrorKind::Workspace) or [`Io`](harness_core::ErrorKind::Io)
+    /// error.
     pub fn write(&self, path: &str, contents: &[u8]) -> Result<bool> {
         let rel = self.inside(path)?;
         if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -189,19 +188,13 @@ impl Workspace {
         Ok(existed)
     }
 
-    /// An I/O error on `path`; one that means a path escaped at open time is
-    /// [`Error::OutsideWorkspace`].
+    /// An I/O error on `path`; one that means a path escaped at open time is a
+    /// [`Workspace`](harness_core::ErrorKind::Workspace) error.
     pub(crate) fn io(&self, path: &str, source: io::Error) -> Error {
         if escapes(&source) {
-            Error::OutsideWorkspace {
-                path: path.to_owned(),
-                root: self.root.clone(),
-            }
+            error::outside(path, &self.root)
         } else {
-            Error::Io {
-                path: path.to_owned(),
-                source,
-            }
+            error::io(path, source)
         }
     }
 }

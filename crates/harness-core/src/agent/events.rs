@@ -2,13 +2,13 @@
 
 use serde_json::{Map, Value};
 
-use super::AgentState;
+use super::state::AgentState;
 
-/// One thing a run did, as [`Agent::stream_events`](super::Agent::stream_events) reports it.
+/// One thing a run did, as [`Agent::stream`](crate::Agent::stream) reports it.
 ///
 /// Order: for each model call `StepStarted`, then the model's `TextDelta`/`ThinkingDelta` as
 /// they arrive; for a round of tool calls, every `ToolStarted` in call order and then every
-/// `ToolFinished` in call order (the blocking paths run tools one at a time, so there each
+/// `ToolFinished` in call order (a journaled run runs its tools one at a time, so there each
 /// pair surrounds its own call); `Finished` once, last. Denied, refused, unrun and
 /// question-raising calls report no events.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +55,7 @@ pub enum AgentEvent {
         /// The model's id for the call.
         call_id: Option<String>,
         /// What it reported.
-        update: crate::ToolUpdate,
+        update: crate::tool::ToolUpdate,
     },
     /// The run is over; the state is its result.
     Finished(Box<AgentState>),

@@ -15,7 +15,8 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 use futures_util::StreamExt as _;
 
-use super::AgentEvent;
+use super::events::AgentEvent;
+use super::report::Item as RunItem;
 use crate::channel::ChannelStream;
 use crate::error::Result;
 use crate::llm::{BoxStream, LlmEvent};
@@ -94,13 +95,13 @@ impl Handoff {
 /// The stream of a watched run: the run's own events, and while a model call's stream is
 /// handed over, that stream's deltas read here.
 pub(crate) struct WatchedRun<F> {
-    run: ChannelStream<Result<AgentEvent>, F>,
+    run: ChannelStream<RunItem, F>,
     handoff: Handoff,
     reading: Option<HandedOver>,
 }
 
 impl<F> WatchedRun<F> {
-    pub(crate) fn new(run: ChannelStream<Result<AgentEvent>, F>, handoff: Handoff) -> Self {
+    pub(crate) fn new(run: ChannelStream<RunItem, F>, handoff: Handoff) -> Self {
         Self {
             run,
             handoff,
@@ -113,7 +114,7 @@ impl<F> WatchedRun<F> {
 impl<F> Unpin for WatchedRun<F> {}
 
 impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
-    type Item = Result<AgentEvent>;
+    type Item = RunItem;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;

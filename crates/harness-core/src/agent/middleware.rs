@@ -3,7 +3,7 @@
 use crate::error::ToolError;
 use crate::message::{Message, ToolCall};
 
-use super::AgentState;
+use super::state::AgentState;
 
 /// Hooks a run calls at fixed points. Every method has a no-op default, so implement only
 /// what you need.

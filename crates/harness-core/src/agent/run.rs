@@ -9,21 +9,43 @@ use futures_util::future::join_all;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use super::stream::Events;
-use super::{
-    AgentEvent, AgentInner, AgentState, DENIED_BY_POLICY, DENIED_BY_USER, Decision,
-    FINAL_ANSWER_ACCEPTED, NOT_RUN_BUDGET, NOT_RUN_FINAL, NOT_RUN_PAUSED, PendingHumanInput,
-    REFUSED_BY_MIDDLEWARE, RunInput, StopReason, ToolMode,
-};
-use crate::agent::output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL, OutputType};
+use super::events::AgentEvent;
+use super::inner::{AgentInner, ToolMode};
+use super::input::RunInput;
+#[cfg(feature = "output")]
+use super::output::{ANSWER_DOES_NOT_FIT, FINAL_TOOL, OutputType};
+use super::output::ASK_FOR_FINAL_ANSWER;
+use super::permissions::Decision;
+use super::report::Events;
+use super::run_error::RunError;
+use super::state::{AgentState, PendingHumanInput, StopReason};
 use crate::content::Block;
-use crate::error::{Error, Result, ToolError};
+use crate::error::{Error, ProviderError, Result, ToolError};
 use crate::llm::{Llm, LlmEvent};
 use crate::message::{Content, Message, Role, ToolCall};
 use crate::request::{ModelSettings, Request};
 use crate::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::telemetry;
-use crate::tool::{Ctx, Gate};
+use crate::tool::{CallOptions, Ctx, Gate};
+
+/// The transcript text for a call a permission rule denied.
+const DENIED_BY_POLICY: &str = "Denied by policy: this call is not permitted.";
+/// The transcript text for calls left unrun because their turn paused on another call.
+const NOT_RUN_PAUSED: &str = "Not run: the turn stopped for approval of another call.";
+/// The transcript text for a call a human rejected.
+const DENIED_BY_USER: &str = "Denied by the user.";
+/// The transcript text for a call the middleware refused.
+const REFUSED_BY_MIDDLEWARE: &str =
+    "Refused before running: the agent's middleware declined this call.";
+/// The transcript text for calls a budget stopped before they ran.
+const NOT_RUN_BUDGET: &str = "Not run: the run's budget is spent.";
+/// The transcript text for calls made in the same turn as `final_answer`.
+#[cfg(feature = "output")]
+const NOT_RUN_FINAL: &str = "Not run: final_answer ended the turn.";
+/// The transcript text that answers an accepted `final_answer` call, so the transcript stays
+/// valid if the conversation goes on.
+#[cfg(feature = "output")]
+const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
 
 /// The transcript as the loop holds it: shared with the `Ctx` of running tools, so a tool
 /// sees it without a copy, and copied on write only if a tool kept it.
@@ -46,8 +68,8 @@ impl Spent {
         self.before + self.tokens
     }
 
-    /// The run so far, unfinished: what a middleware's `after_step` sees and what an error
-    /// that ends the run carries.
+    /// The run so far, unfinished: what a middleware's `after_step` sees and what a
+    /// [`RunError`] carries.
     fn snapshot(&self, transcript: &[Message]) -> AgentState {
         AgentState {
             messages: transcript.to_vec(),
@@ -91,27 +113,27 @@ impl AgentInner {
     // flight, once per level of the run's future.
     pub(crate) async fn drive(
         &self,
-        input: Box<RunInput>,
+        input: Box<RunInput<'_>>,
         mode: ToolMode,
         events: &Events<'_>,
-    ) -> Result<AgentState> {
+    ) -> Result<AgentState, RunError> {
         let span = telemetry::agent_span(&self.name, &self.model_names);
         let result = self
             .drive_in_span(input, mode, events)
             .instrument(span.clone())
             .await;
-        if let Err(error) = &result {
-            telemetry::record_error(&span, error);
+        if let Err(failed) = &result {
+            telemetry::record_error(&span, failed.error());
         }
         result
     }
 
     async fn drive_in_span(
         &self,
-        input: Box<RunInput>,
+        input: Box<RunInput<'_>>,
         mode: ToolMode,
         events: &Events<'_>,
-    ) -> Result<AgentState> {
+    ) -> Result<AgentState, RunError> {
         // Taken apart in a block of its own, so that nothing of the input but what the loop
         // uses is held across its waits.
         let (messages, usage, paused, deps, settings) = {
@@ -119,6 +141,7 @@ impl AgentInner {
                 state,
                 deps,
                 settings,
+                journal: _,
             } = *input;
             let AgentState {
                 messages,
@@ -128,7 +151,26 @@ impl AgentInner {
             } = state;
             (messages, usage, paused, deps, settings.over(&self.settings))
         };
-        let model = &*self.model;
+        // A pause not ruled on cannot go on: the state goes back as it came, pending calls
+        // and all, to be ruled on.
+        if let Some(undecided) = paused
+            .iter()
+            .find(|p| p.needs_approval() && p.approved.is_none())
+        {
+            let error = Error::configuration(format!(
+                "{} is paused on {}; call state.approve() or state.reject() before running it \
+                 again",
+                self.name, undecided.name
+            ));
+            let state = AgentState {
+                messages,
+                output: Value::Null,
+                usage,
+                stop_reason: StopReason::Paused,
+                paused,
+            };
+            return Err(RunError::new(error, state));
+        }
         let mut transcript: Transcript = Arc::new(messages);
         if let Some(system) = &self.system
             && !transcript.iter().any(|m| m.role == Role::System)
@@ -145,7 +187,7 @@ impl AgentInner {
         let settled = if paused.is_empty() {
             None
         } else {
-            Box::pin(self.settle(&mut transcript, paused, &ctx, mode, events)).await?
+            Box::pin(self.settle(&mut transcript, paused, &ctx, mode, events)).await
         };
         if let Some(pending) = settled {
             return Ok(spent.finish(transcript, "", StopReason::Paused, pending));
@@ -153,10 +195,10 @@ impl AgentInner {
 
         for step in 1..=self.budget.steps() {
             events.emit(|| AgentEvent::StepStarted { step });
-            let response = self
-                .ask_model(step, model, &transcript, &settings, events)
-                .await
-                .map_err(|e| e.with_state(|| spent.snapshot(&transcript)))?;
+            let response = match self.ask_model(step, &transcript, &settings, events).await {
+                Ok(response) => response,
+                Err(error) => return Err(RunError::new(error, spent.snapshot(&transcript))),
+            };
             let crossed = self.account(&response, &mut spent);
             let text = response.content().to_owned();
             let dropped_call = dropped_call_notice(&response);
@@ -172,6 +214,7 @@ impl AgentInner {
                 return Ok(spent.finish(transcript, text, reason, Vec::new()));
             }
 
+            #[cfg(feature = "output")]
             if self.output.is_some() && calls.iter().any(|c| c.name == FINAL_TOOL) {
                 let record = Message::assistant(content).with_tool_calls(calls.clone());
                 Arc::make_mut(&mut transcript).push(record);
@@ -197,7 +240,7 @@ impl AgentInner {
                     "{} received tool calls but has no tools registered",
                     self.name
                 ));
-                return Err(error.with_state(|| spent.snapshot(&transcript)));
+                return Err(RunError::new(error, spent.snapshot(&transcript)));
             }
             if !self.budget.allows_tool_calls(spent.tool_calls, calls.len()) {
                 record_not_run(&mut transcript, content, &calls);
@@ -241,7 +284,11 @@ impl AgentInner {
             return None;
         }
         let complete = finish_reason == FinishReason::Stop;
-        let Some(output) = &self.output else {
+        #[cfg(not(feature = "output"))]
+        let output: Option<&()> = None;
+        #[cfg(feature = "output")]
+        let output = self.output.as_ref();
+        let Some(output) = output else {
             let reason = if complete {
                 StopReason::Answer
             } else {
@@ -250,16 +297,19 @@ impl AgentInner {
             return Some((Value::from(text), reason));
         };
         let ask = if !self.native_output {
+            let _ = output;
             ASK_FOR_FINAL_ANSWER.to_owned()
         } else if !complete {
             // A structured answer cut at the output limit cannot be read.
             return Some((Value::from(text), StopReason::Truncated));
         } else {
-            // The schema went with the request: the answer is the JSON text.
+            #[cfg(feature = "output")]
             match read_native_answer(output, &text) {
                 Ok(value) => return Some((value, StopReason::Answer)),
                 Err(problems) => format!("{ANSWER_DOES_NOT_FIT} {problems}"),
             }
+            #[cfg(not(feature = "output"))]
+            ASK_FOR_FINAL_ANSWER.to_owned()
         };
         Arc::make_mut(transcript).push(Message::user(ask));
         None
@@ -270,7 +320,6 @@ impl AgentInner {
     async fn ask_model(
         &self,
         step: usize,
-        model: &dyn Llm,
         transcript: &[Message],
         settings: &ModelSettings,
         events: &Events<'_>,
@@ -283,30 +332,26 @@ impl AgentInner {
         let view = self.context.prune(request);
         let span = telemetry::chat_span(&self.model_names, settings);
         let response = async {
-            let mut request = Request::new(&view)
+            let request = Request::new(&view)
                 .with_tools(&self.specs)
                 .with_settings(settings);
-            if let Some(output) = self.output.as_ref().filter(|_| self.native_output) {
-                request = request.with_output(&output.schema);
-            }
+            #[cfg(feature = "output")]
+            let request = match self.output.as_ref().filter(|_| self.native_output) {
+                Some(output) => request.with_output(&output.schema),
+                None => request,
+            };
             let journal = events.journal().filter(|j| j.watches_text());
             if !events.is_streaming() && journal.is_none() {
-                return model.generate(request).await;
+                return self.model.generate(request).await;
             }
-            // The watcher reads a stream that borrows nothing itself; the loop waits for the
-            // turn.
-            if let Some(handoff) = events.handoff().filter(|_| journal.is_none())
-                && let Some(stream) = model.stream_events_owned(request)
-            {
+            let stream = Arc::clone(&self.model).stream(request);
+            // The watcher reads the stream itself; the loop waits for the turn.
+            if let Some(handoff) = events.handoff() {
                 let answer = handoff.hand_over(stream, span.clone()).await;
-                return answer.unwrap_or_else(|| {
-                    Err(Error::from(crate::error::ProviderError::new(
-                        self.model_name.clone(),
-                        "the model's stream ended without a completed turn",
-                    )))
-                });
+                return answer.unwrap_or_else(|| Err(self.no_turn()));
             }
-            let mut stream = model.stream_events(request);
+            // A journaled run reads it here, inside the journal's step.
+            let mut stream = stream;
             while let Some(event) = stream.next().await {
                 match event? {
                     LlmEvent::TextDelta(text) => {
@@ -321,10 +366,7 @@ impl AgentInner {
                     LlmEvent::Completed(response) => return Ok(*response),
                 }
             }
-            Err(Error::from(crate::error::ProviderError::new(
-                self.model_name.clone(),
-                "the model's stream ended without a completed turn",
-            )))
+            Err(self.no_turn())
         }
         .instrument(span.clone());
         let response = match events.journal() {
@@ -336,6 +378,14 @@ impl AgentInner {
             Err(error) => telemetry::record_error(&span, error),
         }
         response
+    }
+
+    /// A model stream that ended without its turn.
+    fn no_turn(&self) -> Error {
+        Error::from(ProviderError::new(
+            self.model_name.clone(),
+            "the model's stream ended without a completed turn",
+        ))
     }
 
     /// Adds the response's usage to the agent's lifetime total and to the run's; says which
@@ -354,6 +404,7 @@ impl AgentInner {
     /// Checks a `final_answer` call. Accepted: its value, with every call of the turn
     /// answered so the transcript stays valid. Refused: every bad field goes back to the model
     /// as the call's result, in one message.
+    #[cfg(feature = "output")]
     fn accept_final_answer(
         &self,
         transcript: &mut Transcript,
@@ -480,18 +531,9 @@ impl AgentInner {
                     started(call);
                 }
                 events.deliver().await;
-                let ctxs: Vec<Ctx> = runs
-                    .iter()
-                    .map(|(_, call, _)| events.tool_ctx(&ctx, call))
-                    .collect();
-                let raw = join_all(runs.iter().zip(&ctxs).map(|((_, call, gate), ctx)| {
-                    self.tools.call_content_with(
-                        &call.name,
-                        call.id.as_deref(),
-                        call.arguments_value(),
-                        ctx,
-                        *gate,
-                    )
+                let raw = join_all(runs.iter().map(|(_, call, gate)| {
+                    let options = call_options(events.tool_ctx(&ctx, call), call, *gate);
+                    self.tools.call(&call.name, call.arguments_value(), options)
                 }))
                 .await;
                 runs.iter()
@@ -505,14 +547,8 @@ impl AgentInner {
                 for (_, call, gate) in runs {
                     started(call);
                     events.deliver().await;
-                    let ctx = events.tool_ctx(&ctx, call);
-                    let result = self.tools.call_content_with(
-                        &call.name,
-                        call.id.as_deref(),
-                        call.arguments_value(),
-                        &ctx,
-                        *gate,
-                    );
+                    let options = call_options(events.tool_ctx(&ctx, call), call, *gate);
+                    let result = self.tools.call(&call.name, call.arguments_value(), options);
                     let result = match events.journal() {
                         Some(journal) => journal.tool_call(call, Box::pin(result)).await,
                         None => result.await,
@@ -577,8 +613,9 @@ impl AgentInner {
     }
 
     /// Settles a resumed pause before any model call: rejected calls are told so, approved
-    /// ones run now (the approval callback is not asked again). Returns the calls still to
-    /// pause on, when an approved call asked a question.
+    /// ones run now (the approval callback is not asked again); every approval is ruled on
+    /// (the run checked). Returns the calls still to pause on, when an approved call asked a
+    /// question.
     async fn settle(
         &self,
         transcript: &mut Transcript,
@@ -586,20 +623,13 @@ impl AgentInner {
         ctx: &Ctx,
         mode: ToolMode,
         events: &Events<'_>,
-    ) -> Result<Option<Vec<PendingHumanInput>>> {
+    ) -> Option<Vec<PendingHumanInput>> {
         let approvals: Vec<PendingHumanInput> = paused
             .into_iter()
             .filter(PendingHumanInput::needs_approval)
             .collect();
         if approvals.is_empty() {
-            return Ok(None);
-        }
-        if let Some(undecided) = approvals.iter().find(|p| p.approved.is_none()) {
-            return Err(Error::configuration(format!(
-                "{} is paused on {}; call state.approve() or state.reject() before running it \
-                 again",
-                self.name, undecided.name
-            )));
+            return None;
         }
         let mut results: Vec<(ToolCall, Option<Content>)> = Vec::new();
         let mut runs: Vec<(usize, Cow<'_, ToolCall>, Gate)> = Vec::new();
@@ -628,7 +658,16 @@ impl AgentInner {
             .into_iter()
             .filter_map(|(call, text)| text.map(|t| tool_message(&call, t)));
         insert_in_call_order(Arc::make_mut(transcript), messages);
-        Ok((!questions.is_empty()).then_some(questions))
+        (!questions.is_empty()).then_some(questions)
+    }
+}
+
+/// How the loop runs `call`: with its run's `ctx`, its id, and the gate the policy chose.
+fn call_options(ctx: Ctx, call: &ToolCall, gate: Gate) -> CallOptions {
+    let options = CallOptions::new().with_ctx(ctx).with_gate(gate);
+    match &call.id {
+        Some(id) => options.with_call_id(id.clone()),
+        None => options,
     }
 }
 
@@ -684,6 +723,7 @@ fn unreadable_arguments(call: &ToolCall, finish_reason: FinishReason) -> Option<
 
 /// A structured answer given as JSON text (the schema went with the request): its value, or
 /// every problem with it in words the model can act on.
+#[cfg(feature = "output")]
 fn read_native_answer(output: &OutputType, text: &str) -> std::result::Result<Value, String> {
     // A model that wraps its JSON in a Markdown fence still sent the JSON.
     let text = text.trim();

@@ -1,149 +1,145 @@
-//! Streaming a run: the loop reports events through an [`Emitter`], and the stream polls the
-//! loop and the channel together (see [`crate::channel`]), so events arrive as they happen
-//! with no task spawned.
+//! `RunStream`: a run as a stream of its events. The loop reports through an
+//! [`Emitter`](crate::channel::Emitter), and the stream polls the loop and the channel
+//! together (see [`crate::channel`]), so events arrive as they happen with no task spawned.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use futures_core::Stream;
 use futures_util::StreamExt as _;
 
+use super::events::AgentEvent;
+use super::handle::blocking_runtime;
 use super::handoff::{Handoff, WatchedRun};
-use super::{AgentEvent, AgentInner, Journal, RunInput, ToolMode};
-use crate::channel::{Emitter, channel_stream};
+use super::inner::{AgentInner, ToolMode};
+use super::input::RunInput;
+use super::report::{Events, Item};
+use super::run_error::RunError;
+use crate::channel::channel_stream;
 use crate::error::Result;
 use crate::llm::BoxStream;
-use crate::message::ToolCall;
-use crate::tool::Ctx;
 
-/// Where the loop reports events (nowhere for `run`, a channel for the streams), and the
-/// journal its steps go through, for a journaled run.
-pub(crate) struct Events<'a> {
-    sink: Option<&'a Emitter<Result<AgentEvent>>>,
-    journal: Option<&'a dyn Journal>,
-    /// Where a model stream that needs no borrow goes, for the watcher to read itself.
-    handoff: Option<&'a Handoff>,
+/// A run as it happens: what [`Agent::stream`](crate::Agent::stream) returns.
+///
+/// A stream of `Result<T, RunError>`: the [`AgentEvent`]s of the run, ending in
+/// [`AgentEvent::Finished`] with its state, or in the [`RunError`] that ended it.
+/// [`text`](RunStream::text) keeps the model's answer text alone;
+/// [`blocking`](RunStream::blocking) iterates it from synchronous code. Dropping it cancels
+/// the run.
+///
+/// ```
+/// use futures_util::StreamExt as _;
+/// use harness_core::testing::TestModel;
+/// use harness_core::{Agent, AgentEvent};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let agent = Agent::builder(TestModel::new().with_text("Hello there")).build()?;
+/// let mut events = agent.stream("hi");
+/// let mut text = String::new();
+/// while let Some(event) = events.next().await {
+///     match event? {
+///         AgentEvent::TextDelta(piece) => text.push_str(&piece),
+///         AgentEvent::Finished(state) => assert!(state.answered()),
+///         _ => {}
+///     }
+/// }
+/// assert_eq!(text, "Hello there");
+///
+/// let words: Vec<String> = agent.stream("hi").text().map(|t| t.unwrap()).collect().await;
+/// assert_eq!(words.concat(), "Hello there");
+/// # Ok::<(), harness_core::RunError>(())
+/// # }).unwrap();
+/// ```
+#[must_use = "a stream does nothing unless polled"]
+pub struct RunStream<'a, T = AgentEvent> {
+    inner: BoxStream<'a, Result<T, RunError>>,
 }
 
-impl<'a> Events<'a> {
-    pub(crate) fn none() -> Self {
-        Self {
-            sink: None,
-            journal: None,
-            handoff: None,
+impl<'a> RunStream<'a> {
+    pub(crate) fn new(inner: BoxStream<'a, Item>) -> Self {
+        Self { inner }
+    }
+
+    /// The model's answer text as it arrives; tools still run, and every turn is streamed,
+    /// so a turn of tool calls simply yields no text. The run's state is not reported: use
+    /// the events (its [`AgentEvent::Finished`]) when it is wanted.
+    pub fn text(self) -> RunStream<'a, String> {
+        RunStream {
+            inner: Box::pin(self.inner.filter_map(|event| async move {
+                match event {
+                    Ok(AgentEvent::TextDelta(text)) => Some(Ok(text)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            })),
         }
     }
+}
 
-    fn to(sink: &'a Emitter<Result<AgentEvent>>, handoff: &'a Handoff) -> Self {
-        Self {
-            sink: Some(sink),
-            journal: None,
-            handoff: Some(handoff),
-        }
+impl<'a, T: 'a> RunStream<'a, T> {
+    /// The stream as an iterator for synchronous code: each `next()` drives the run on a
+    /// runtime of its own to its next item.
+    ///
+    /// # Errors
+    /// A [`Configuration`](crate::ErrorKind::Configuration) error when called inside an
+    /// async runtime, where blocking would stall it (poll the stream there).
+    pub fn blocking(self) -> Result<BlockingIter<'a, T>> {
+        Ok(BlockingIter {
+            runtime: blocking_runtime()?,
+            stream: self.inner,
+        })
     }
+}
 
-    /// No events; every step through `journal`.
-    pub(crate) fn journaled(journal: &'a dyn Journal) -> Self {
-        Self {
-            sink: None,
-            journal: Some(journal),
-            handoff: None,
-        }
+impl<T> Stream for RunStream<'_, T> {
+    type Item = Result<T, RunError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.poll_next_unpin(cx)
     }
+}
 
-    /// The journal steps go through, for a journaled run.
-    pub(crate) fn journal(&self) -> Option<&'a dyn Journal> {
-        self.journal
-    }
-
-    /// Where a watched run leaves a model stream for the watcher to read, when it has one.
-    pub(crate) fn handoff(&self) -> Option<&'a Handoff> {
-        self.handoff
-    }
-
-    /// True when someone is watching: the model is then streamed too.
-    pub(crate) fn is_streaming(&self) -> bool {
-        self.sink.is_some()
-    }
-
-    /// Reports an event, built only when someone is watching.
-    pub(crate) fn emit(&self, event: impl FnOnce() -> AgentEvent) {
-        if let Some(sink) = self.sink {
-            sink.emit(Ok(event()));
-        }
-    }
-
-    /// `ctx` for one tool call: when someone watches, the tool's [`ToolUpdate`](crate::ToolUpdate)s reach them
-    /// as [`AgentEvent::ToolUpdate`], tagged with the call; in a journaled run, with the
-    /// journal's human, if it has one.
-    pub(crate) fn tool_ctx(&self, ctx: &Ctx, call: &ToolCall) -> Ctx {
-        if let Some(human) = self.journal.and_then(Journal::human) {
-            return ctx.clone().with_shared_human(human);
-        }
-        let Some(sink) = self.sink else {
-            return ctx.clone();
-        };
-        ctx.clone()
-            .with_call(&call.name, call.id.as_deref())
-            .with_run_updates(sink.clone())
-    }
-
-    /// Lets the watcher take the events sent so far before the run goes on, so a tool's
-    /// `ToolStarted` is seen before the tool (or a terminal prompt asking to approve it)
-    /// runs. Costs nothing when no one watches.
-    pub(crate) async fn deliver(&self) {
-        if let Some(sink) = self.sink {
-            sink.deliver().await;
-        }
+impl<T> std::fmt::Debug for RunStream<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunStream")
     }
 }
 
 /// The events of one run, ending in `Finished` or an error.
-pub(crate) fn events(
+pub(crate) fn events<'a>(
     agent: Arc<AgentInner>,
-    input: RunInput,
+    input: RunInput<'a>,
     mode: ToolMode,
-) -> BoxStream<'static, Result<AgentEvent>> {
+) -> BoxStream<'a, Item> {
     let input = Box::new(input);
     let handoff = Handoff::default();
     let handed = handoff.clone();
     let run = channel_stream(|sink| async move {
-        let outcome = agent.drive(input, mode, &Events::to(&sink, &handed)).await;
+        let journal = input.journal;
+        let events = Events::watched(&sink, &handed, journal);
+        let outcome = agent.drive(input, mode, &events).await;
         sink.emit(outcome.map(|state| AgentEvent::Finished(Box::new(state))));
     });
     Box::pin(WatchedRun::new(run, handoff))
 }
 
-/// The text deltas of an event stream.
-pub(crate) fn text(
-    events: BoxStream<'static, Result<AgentEvent>>,
-) -> BoxStream<'static, Result<String>> {
-    Box::pin(events.filter_map(|event| async move {
-        match event {
-            Ok(AgentEvent::TextDelta(text)) => Some(Ok(text)),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        }
-    }))
-}
-
-/// A run's stream as an iterator for synchronous code: each `next()` drives the run on a
-/// runtime of its own to its next item. Returned by
-/// [`Agent::stream_events_blocking`](super::Agent::stream_events_blocking) and
-/// [`Agent::stream_blocking`](super::Agent::stream_blocking).
-pub struct BlockingIter<T> {
+/// A run's stream as an iterator for synchronous code; see [`RunStream::blocking`].
+pub struct BlockingIter<'a, T> {
     runtime: tokio::runtime::Runtime,
-    stream: BoxStream<'static, T>,
+    stream: BoxStream<'a, Result<T, RunError>>,
 }
 
-impl<T> BlockingIter<T> {
-    pub(crate) fn new(runtime: tokio::runtime::Runtime, stream: BoxStream<'static, T>) -> Self {
-        Self { runtime, stream }
+impl<T> Iterator for BlockingIter<'_, T> {
+    type Item = Result<T, RunError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.runtime.block_on(self.stream.next())
     }
 }
 
-impl<T> Iterator for BlockingIter<T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        self.runtime.block_on(self.stream.next())
+impl<T> std::fmt::Debug for BlockingIter<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BlockingIter")
     }
 }

@@ -5,8 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::human::{ElicitationRequest, ElicitationResponse, Human};
-use crate::agent::AgentEvent;
-use crate::channel::Emitter;
 use crate::error::{Result, ToolError};
 use crate::message::Message;
 
@@ -30,7 +28,7 @@ use crate::message::Message;
 pub struct Ctx {
     deps: Option<Deps>,
     messages: Arc<Vec<Message>>,
-    updates: Option<Listener>,
+    updates: Option<Arc<dyn UpdateSink>>,
     human: Option<Arc<dyn Human>>,
     call: Option<Arc<Call>>,
 }
@@ -42,23 +40,26 @@ struct Call {
     id: Option<String>,
 }
 
-/// A callback taking a tool's [`ToolUpdate`]s: an MCP server's, a caller's own.
-type Updates = dyn Fn(ToolUpdate) + Send + Sync;
+/// Where a tool's [`ToolUpdate`]s go, each with the call it came from: a watched run's
+/// events (the agent sets one per run, so a call costs no closure and no copy of its name
+/// and id until a tool reports something), or a caller's callback.
+pub(crate) trait UpdateSink: Send + Sync {
+    /// `tool`'s call `call_id` reported `update`.
+    fn update(&self, tool: &str, call_id: Option<&str>, update: ToolUpdate);
+}
 
-/// Where a tool's [`ToolUpdate`]s go.
-#[derive(Clone)]
-enum Listener {
-    /// A callback, set by [`Ctx::with_updates`].
-    Callback(Arc<Updates>),
-    /// A watched run's events, each update tagged with the context's call: the loop sets it
-    /// on every call it runs, so it costs no closure and no copy of the call's name and id
-    /// until a tool reports something.
-    Run(Emitter<Result<AgentEvent>>),
+/// A caller's callback, set by [`Ctx::with_updates`]: the update alone.
+struct Callback<F>(F);
+
+impl<F: Fn(ToolUpdate) + Send + Sync> UpdateSink for Callback<F> {
+    fn update(&self, _tool: &str, _call_id: Option<&str>, update: ToolUpdate) {
+        (self.0)(update);
+    }
 }
 
 /// What a running tool reports before it returns: how far along it is, or a log message.
 /// Sent with [`Ctx::progress`] and [`Ctx::log`]; a run that is watched hands each on as
-/// [`AgentEvent::ToolUpdate`], a toolbox served over MCP
+/// [`AgentEvent::ToolUpdate`](crate::AgentEvent::ToolUpdate), a toolbox served over MCP
 /// as the protocol's progress and log notifications. With no one listening they go nowhere.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -131,17 +132,16 @@ impl Ctx {
 
     /// Gives the run `deps`, whatever the tools need: a database pool, a tenant, a request
     /// scope. They belong to the run, not to the agent, so one agent serves many requests.
-    pub fn with_deps<D: Any + Send + Sync>(self, deps: D) -> Self {
-        self.with_shared_deps(Arc::new(deps))
-    }
-
-    /// Gives the run dependencies that are already shared.
-    pub fn with_shared_deps<D: Any + Send + Sync>(mut self, deps: Arc<D>) -> Self {
-        self.deps = Some(deps);
+    /// Read them back as a reference ([`Ctx::deps`]) or a shared handle
+    /// ([`Ctx::shared_deps`]).
+    #[must_use]
+    pub fn with_deps<D: Any + Send + Sync>(mut self, deps: D) -> Self {
+        self.deps = Some(Arc::new(deps));
         self
     }
 
     /// Sets the transcript a tool sees.
+    #[must_use]
     pub fn with_messages(mut self, messages: Vec<Message>) -> Self {
         self.messages = Arc::new(messages);
         self
@@ -149,28 +149,23 @@ impl Ctx {
 
     /// Sends the tool's [`ToolUpdate`]s to `updates`: what a runtime that listens sets (the
     /// agent loop for a watched run, an MCP server for a call with a progress token).
+    #[must_use]
     pub fn with_updates(mut self, updates: impl Fn(ToolUpdate) + Send + Sync + 'static) -> Self {
-        self.updates = Some(Listener::Callback(Arc::new(updates)));
+        self.updates = Some(Arc::new(Callback(updates)));
         self
     }
 
-    /// Sends the tool's updates to a watched run's events, as
-    /// [`AgentEvent::ToolUpdate`]s tagged with the call set by [`with_call`](Self::with_call).
-    pub(crate) fn with_run_updates(mut self, sink: Emitter<Result<AgentEvent>>) -> Self {
-        self.updates = Some(Listener::Run(sink));
+    /// Sends the tool's updates to `sink`, tagged with the call set by
+    /// [`with_call`](Self::with_call).
+    pub(crate) fn with_update_sink(mut self, sink: Arc<dyn UpdateSink>) -> Self {
+        self.updates = Some(sink);
         self
     }
 
     /// Reports `update` to whoever listens; nothing happens when no one does.
     pub fn report(&self, update: ToolUpdate) {
-        match &self.updates {
-            Some(Listener::Callback(updates)) => updates(update),
-            Some(Listener::Run(sink)) => sink.emit(Ok(AgentEvent::ToolUpdate {
-                name: self.tool_name().to_owned(),
-                call_id: self.call_id().map(str::to_owned),
-                update,
-            })),
-            None => {}
+        if let Some(sink) = &self.updates {
+            sink.update(self.tool_name(), self.call_id(), update);
         }
     }
 
@@ -215,15 +210,17 @@ impl Ctx {
         self.updates.is_some()
     }
 
-    /// Gives the tool a [`Human`] to put questions to, for [`Ctx::ask`]. A toolbox built
-    /// with [`ToolboxBuilder::human`](super::ToolboxBuilder::human) sets its own on every
-    /// call whose context has none.
+    /// Gives the tool a [`Human`] to put questions to, for [`Ctx::ask`] (an `Arc` of one
+    /// is one too, to share it). A toolbox built with
+    /// [`ToolboxBuilder::human`](crate::ToolboxBuilder::human) sets its own on every call
+    /// whose context has none.
+    #[must_use]
     pub fn with_human(self, human: impl Human + 'static) -> Self {
-        self.with_shared_human(Arc::new(human))
+        self.with_human_arc(Arc::new(human))
     }
 
-    /// As [`Ctx::with_human`], with a human that is already shared.
-    pub fn with_shared_human(mut self, human: Arc<dyn Human>) -> Self {
+    /// Sets a human already behind an `Arc<dyn Human>`, without wrapping it again.
+    pub(crate) fn with_human_arc(mut self, human: Arc<dyn Human>) -> Self {
         self.human = Some(human);
         self
     }
@@ -341,8 +338,10 @@ mod tests {
     fn shared_deps_and_messages_are_reachable() {
         let deps = Arc::new(7_u32);
         let ctx = Ctx::new()
-            .with_shared_deps(Arc::clone(&deps))
+            .with_deps(Arc::clone(&deps))
             .with_messages(vec![Message::user("hi")]);
+        assert_eq!(ctx.deps::<Arc<u32>>().map(|d| **d), Some(7));
+        let ctx = ctx.with_deps(7_u32);
         assert_eq!(ctx.shared_deps::<u32>().as_deref(), Some(&7));
         assert!(ctx.shared_deps::<i64>().is_none());
         assert_eq!(ctx.messages(), &[Message::user("hi")]);

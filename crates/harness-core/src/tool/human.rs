@@ -1,17 +1,15 @@
 //! `Human`: the person a run turns to in the middle of a call, for an approval or an answer.
 //!
 //! One channel for both, so an application wires its user in once: a toolbox given a
-//! [`Human`] asks it to rule on gated calls, and hands it to every tool's [`Ctx`](super::Ctx),
+//! [`Human`] asks it to rule on gated calls, and hands it to every tool's [`Ctx`](crate::Ctx),
 //! where a tool (or an MCP server behind one, through elicitation) can put a question to it.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 /// A question put to a person in the middle of a call: by a tool through
-/// [`Ctx::ask`](super::Ctx::ask), or by an MCP server (the protocol calls it an elicitation).
+/// [`Ctx::ask`](crate::Ctx::ask), or by an MCP server (the protocol calls it an elicitation).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ElicitationRequest {
@@ -98,9 +96,9 @@ pub enum ElicitationResponse {
 
 /// The person a run turns to during a call: rules on gated calls and answers questions.
 ///
-/// Give it to a toolbox with [`ToolboxBuilder::human`](super::ToolboxBuilder::human): each
+/// Give it to a toolbox with [`ToolboxBuilder::human`](crate::ToolboxBuilder::human): each
 /// gated call is put to [`Human::approve`] before it runs, and each tool's
-/// [`Ctx::ask`](super::Ctx::ask) (and each MCP server's elicitation during a call the run
+/// [`Ctx::ask`](crate::Ctx::ask) (and each MCP server's elicitation during a call the run
 /// made) reaches [`Human::ask`]. A toolbox without one leaves the agent to pause the run
 /// instead, for the answer to come later, perhaps in another process.
 ///
@@ -135,7 +133,8 @@ pub enum ElicitationResponse {
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let tools = Toolbox::builder().tool(Bill).human(Operator).build()?;
-/// assert_eq!(tools.call("bill", json!({})).await?, r#"billed "ops""#);
+/// let billed = tools.call("bill", json!({}), harness_core::CallOptions::new()).await?;
+/// assert_eq!(billed.text(), r#"billed "ops""#);
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
@@ -152,40 +151,71 @@ pub trait Human: Send + Sync {
     }
 }
 
-type SyncApprove = dyn Fn(&str, &Value) -> bool + Send + Sync;
-type AsyncApprove =
-    dyn Fn(String, Value) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync;
-
-/// A human that only approves, from a callback: what `ToolboxBuilder::approve` sets.
-pub(crate) struct Approver(ApproveFn);
-
-enum ApproveFn {
-    Sync(Arc<SyncApprove>),
-    Async(Arc<AsyncApprove>),
+/// A [`Human`] that only approves, from a callback taking each gated call's name and
+/// arguments: `true` runs the call, `false` refuses it ([`ToolError::denied`]). Questions
+/// are declined. (A human that asks someone over a network implements [`Human`], whose
+/// methods are async.)
+///
+/// [`ToolError::denied`]: crate::ToolError::denied
+///
+/// ```
+/// use harness_core::{approve_fn, tool, CallOptions, Toolbox};
+/// use serde_json::json;
+///
+/// /// Wire money.
+/// #[tool(requires_approval)]
+/// fn wire(amount: u32) -> String {
+///     format!("sent {amount}")
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let tools = Toolbox::builder()
+///     .tool(Wire)
+///     .human(approve_fn(|_name, arguments| arguments["amount"].as_u64() < Some(100)))
+///     .build()?;
+/// let small = tools.call("wire", json!({"amount": 50}), CallOptions::new()).await?;
+/// assert_eq!(small.text(), "sent 50");
+/// let large = tools.call("wire", json!({"amount": 500}), CallOptions::new()).await;
+/// assert!(large.is_err_and(|e| e.is_denied()));
+/// # Ok::<(), harness_core::Error>(())
+/// # }).unwrap();
+/// ```
+pub fn approve_fn<F>(approve: F) -> ApproveFn<F>
+where
+    F: Fn(&str, &Value) -> bool + Send + Sync + 'static,
+{
+    ApproveFn(approve)
 }
 
-impl Approver {
-    pub(crate) fn sync(approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static) -> Self {
-        Self(ApproveFn::Sync(Arc::new(approve)))
-    }
+/// A human that only approves, by a callback: what [`approve_fn`] makes.
+#[derive(Clone, Copy)]
+pub struct ApproveFn<F>(F);
 
-    pub(crate) fn from_async<F, Fut>(approve: F) -> Self
-    where
-        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
-    {
-        Self(ApproveFn::Async(Arc::new(move |name, arguments| {
-            Box::pin(approve(name, arguments))
-        })))
+impl<F> std::fmt::Debug for ApproveFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApproveFn")
     }
 }
 
 #[async_trait::async_trait]
-impl Human for Approver {
+impl<F> Human for ApproveFn<F>
+where
+    F: Fn(&str, &Value) -> bool + Send + Sync + 'static,
+{
     async fn approve(&self, name: &str, arguments: &Value) -> bool {
-        match &self.0 {
-            ApproveFn::Sync(f) => f(name, arguments),
-            ApproveFn::Async(f) => f(name.to_owned(), arguments.clone()).await,
-        }
+        (self.0)(name, arguments)
+    }
+}
+
+/// A shared human is a human: one person behind several toolboxes, or an MCP server's
+/// elicitation and a run's approvals.
+#[async_trait::async_trait]
+impl<H: Human + ?Sized> Human for Arc<H> {
+    async fn approve(&self, name: &str, arguments: &Value) -> bool {
+        (**self).approve(name, arguments).await
+    }
+
+    async fn ask(&self, question: ElicitationRequest) -> ElicitationResponse {
+        (**self).ask(question).await
     }
 }

@@ -125,6 +125,7 @@ impl ParametersBuilder {
 
 /// The schema of `T` as a root object schema, tidied like a parameter's: what a structured
 /// output type offers the model as `final_answer`'s parameters.
+#[cfg(feature = "output")]
 pub(crate) fn object_schema_for<T: JsonSchema>() -> Value {
     let mut generator = ParametersBuilder::settings().into_generator();
     let mut schema = generator.root_schema_for::<T>().to_value();

@@ -12,36 +12,25 @@ use futures_util::FutureExt as _;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use super::human::{Approver, Human};
-use super::{Ctx, IntoTool, Tool, ToolSpec, same_tool};
+use super::call::{CallOptions, Gate, IntoTool, Tool, same_tool};
+use super::human::Human;
+use super::spec::ToolSpec;
 use crate::error::{Error, Result, ToolError};
 use crate::message::Content;
 use crate::telemetry;
 
-/// Whether a call goes through the toolbox's approval callback: how the agent loop hands a
-/// permission policy's ruling to the toolbox.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// As the tool declares: gated when its spec says `requires_approval`.
-    #[default]
-    Declared,
-    /// Gated whatever the tool declares (a permission policy said "ask").
-    Ask,
-    /// Not gated (a permission policy already allowed this call; it is not asked twice).
-    Open,
-}
-
 /// Up to this many tools, a name is looked up by comparing it with each.
 const SCANNED: usize = 8;
 
-/// The tools an agent may call, by name, in registration order.
+/// The tools an agent may call, by name, in registration order, with the [`Human`] gated
+/// calls go to and a default time limit per call.
 ///
 /// Registering the same tool twice is fine; a *different* tool under a taken name is an
-/// error, since the model could only ever reach one of them. Cloning a toolbox is cheap: the
-/// tools are shared.
+/// error, since the model could only ever reach one of them. Cloning a toolbox is cheap: it
+/// is shared, and each tool's spec is the tool's own.
 ///
 /// ```
-/// use harness_core::{tool, Toolbox};
+/// use harness_core::{tool, CallOptions, Toolbox};
 /// use serde_json::json;
 ///
 /// /// Add two integers.
@@ -52,17 +41,21 @@ const SCANNED: usize = 8;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let tools = Toolbox::builder().tool(Add).build()?;
-/// assert_eq!(tools.call("add", json!({"a": 2, "b": 3})).await?, "5");
-/// assert!(tools.call("sub", json!({})).await.unwrap_err().is_not_found());
+/// let sum = tools.call("add", json!({"a": 2, "b": 3}), CallOptions::new()).await?;
+/// assert_eq!(sum.text(), "5");
+/// let unknown = tools.call("sub", json!({}), CallOptions::new()).await;
+/// assert!(unknown.is_err_and(|e| e.is_not_found()));
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
 #[derive(Clone, Default)]
-pub struct Toolbox {
+pub struct Toolbox(Arc<Registry>);
+
+#[derive(Clone, Default)]
+struct Registry {
     tools: Vec<Arc<dyn Tool>>,
-    specs: Vec<ToolSpec>,
-    // The neutral JSON of each spec, built once at registration: `schemas()` is then free.
-    schemas: Vec<Value>,
+    /// Each tool's spec (the tool's own `Arc`), side by side: what a request is handed.
+    specs: Vec<Arc<ToolSpec>>,
     index: HashMap<String, usize>,
     human: Option<Arc<dyn Human>>,
     /// How long a call of a tool without its own timeout may run.
@@ -80,68 +73,42 @@ impl Toolbox {
         ToolboxBuilder::default()
     }
 
-    /// A builder holding this toolbox's tools and approval callback, to add more.
+    /// A builder holding this toolbox's tools, human and timeout, to add more.
     pub fn into_builder(self) -> ToolboxBuilder {
         ToolboxBuilder {
-            toolbox: self,
+            registry: Arc::unwrap_or_clone(self.0),
             error: None,
         }
     }
 
-    /// Registers a tool under its spec's name; the same tool twice is one. (The builders
-    /// are the public way in, so a collision is reported once, at `build()`.)
-    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self> {
-        let name = tool.spec().name.clone();
-        if tool.spec().timeout == Some(Duration::ZERO) {
-            return Err(Error::configuration(format!(
-                "tool '{name}' has a timeout of zero, which would stop every call before it \
-                 starts; give it a positive timeout, or none"
-            )));
-        }
-        if let Some(&at) = self.index.get(&name) {
-            if same_tool(self.tools[at].as_ref(), tool.as_ref()) {
-                return Ok(self);
-            }
-            return Err(Error::configuration(format!(
-                "a different tool named '{name}' is already registered; rename one with \
-                 #[tool(name = \"...\")]"
-            )));
-        }
-        self.index.insert(name, self.tools.len());
-        self.specs.push(tool.spec().clone());
-        self.schemas.push(tool.spec().to_schema());
-        self.tools.push(tool);
-        Ok(self)
-    }
-
-    /// True when a [`Human`] (or an approval callback) is set: gated calls are ruled on
-    /// during the call instead of pausing a run.
+    /// True when a [`Human`] is set: gated calls are ruled on during the call instead of
+    /// pausing a run.
     pub fn can_ask(&self) -> bool {
-        self.human.is_some()
+        self.0.human.is_some()
     }
 
     /// How long a call of a tool without a timeout of its own may run
     /// ([`ToolboxBuilder::tool_timeout`]).
     pub fn tool_timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.0.timeout
     }
 
     /// The [`Human`] gated calls and questions go to, if one is set.
     pub fn human(&self) -> Option<&Arc<dyn Human>> {
-        self.human.as_ref()
+        self.0.human.as_ref()
     }
 
     /// The spec of the tool registered as `name`.
     ///
     /// # Errors
     /// [`ToolError::not_found`], listing the registered names.
-    pub fn get(&self, name: &str) -> Result<&ToolSpec, ToolError> {
-        self.position(name).map(|at| &self.specs[at])
+    pub fn get(&self, name: &str) -> Result<&Arc<ToolSpec>, ToolError> {
+        self.position(name).map(|at| &self.0.specs[at])
     }
 
     /// The tool registered as `name`, if any.
     pub fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.find(name).map(|at| &self.tools[at])
+        self.find(name).map(|at| &self.0.tools[at])
     }
 
     /// True when a tool is registered as `name`.
@@ -151,113 +118,51 @@ impl Toolbox {
 
     /// The registered names, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.specs.iter().map(|s| s.name.as_str())
+        self.0.specs.iter().map(|s| s.name.as_str())
     }
 
     /// The registered tools, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
-        self.tools.iter()
+        self.0.tools.iter()
     }
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.0.tools.len()
     }
 
     /// True when no tool is registered.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.0.tools.is_empty()
     }
 
     /// Every tool's spec, in registration order: what an [`Llm`](crate::Llm) is handed.
-    pub fn specs(&self) -> &[ToolSpec] {
-        &self.specs
+    pub fn specs(&self) -> &[Arc<ToolSpec>] {
+        &self.0.specs
     }
 
-    /// Every tool's neutral `{"name", "description", "parameters"}` schema, in registration
-    /// order. Built once, when each tool is registered.
-    pub fn schemas(&self) -> &[Value] {
-        &self.schemas
-    }
-
-    /// Calls tool `name` with `arguments` outside any run: an empty [`Ctx`], and the gate as
-    /// the tool declares it.
+    /// Calls tool `name` with `arguments`, as `options` say: the [`Ctx`](crate::Ctx) the
+    /// tool gets (empty by default), a time limit over the tool's and the toolbox's own, the
+    /// model's id for the call.
     ///
-    /// # Errors
-    /// A [`ToolError`]: the tool is not registered, the call was refused, the arguments do
-    /// not fit, or the tool's own failure or question.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<String, ToolError> {
-        self.call_with(name, arguments, &Ctx::new(), Gate::Declared)
-            .await
-    }
-
-    /// As [`Toolbox::call`], with `ctx` (its dependencies) handed to the tool, as a run
-    /// hands its own: for testing a tool that reads its deps.
-    ///
-    /// # Errors
-    /// As [`Toolbox::call`].
-    pub async fn call_with_ctx(
-        &self,
-        name: &str,
-        arguments: Value,
-        ctx: &Ctx,
-    ) -> Result<String, ToolError> {
-        self.call_with(name, arguments, ctx, Gate::Declared).await
-    }
-
-    /// As [`Toolbox::call_with_ctx`], keeping everything the tool returned: its images and
-    /// documents beside the text (what a toolbox served over MCP hands back).
-    ///
-    /// # Errors
-    /// As [`Toolbox::call`].
-    pub async fn call_content_with_ctx(
-        &self,
-        name: &str,
-        arguments: Value,
-        ctx: &Ctx,
-    ) -> Result<Content, ToolError> {
-        self.call_content_with(name, None, arguments, ctx, Gate::Declared)
-            .await
-    }
-
-    /// Calls tool `name` with `arguments`, the run's `ctx`, and the given `gate`; the text of
-    /// what it returns.
-    ///
-    /// A gated call is put to the approval callback first, when there is one. A tool that
-    /// panics is reported as a failed call instead of taking the caller down.
-    ///
-    /// # Errors
-    /// As [`Toolbox::call`].
-    pub(crate) async fn call_with(
-        &self,
-        name: &str,
-        arguments: Value,
-        ctx: &Ctx,
-        gate: Gate,
-    ) -> Result<String, ToolError> {
-        self.call_content_with(name, None, arguments, ctx, gate)
-            .await
-            .map(|content| content.text().into_owned())
-    }
-
-    /// As [`Toolbox::call_with`], keeping the images and documents the tool returned beside
-    /// its text ([`Tool::call_content`]): what the agent loop records, with the model's id
-    /// for the call when it gave one. The whole call, gate included, is one `execute_tool`
+    /// A gated call is put to the toolbox's [`Human`] first, when there is one. A tool that
+    /// panics is a failed call instead of taking the caller down; a tool still running at its
+    /// limit is stopped (its future dropped) and the call is
+    /// [`timed out`](ToolError::timed_out). The call, gate included, is one `execute_tool`
     /// span.
     ///
     /// # Errors
-    /// As [`Toolbox::call`].
-    pub(crate) async fn call_content_with(
+    /// A [`ToolError`]: the tool is not registered, the call was refused, the arguments do
+    /// not fit, the call timed out, or the tool's own failure or question.
+    pub async fn call(
         &self,
         name: &str,
-        call_id: Option<&str>,
         arguments: Value,
-        ctx: &Ctx,
-        gate: Gate,
+        options: CallOptions,
     ) -> Result<Content, ToolError> {
-        let span = telemetry::tool_span(name, call_id);
+        let span = telemetry::tool_span(name, options.call_id());
         let result = self
-            .gate_and_run(name, call_id, arguments, ctx, gate)
+            .gate_and_run(name, arguments, options)
             .instrument(span.clone())
             .await;
         if let Err(error) = &result {
@@ -269,31 +174,31 @@ impl Toolbox {
     async fn gate_and_run(
         &self,
         name: &str,
-        call_id: Option<&str>,
         arguments: Value,
-        ctx: &Ctx,
-        gate: Gate,
+        options: CallOptions,
     ) -> Result<Content, ToolError> {
         let at = self.position(name)?;
-        let (tool, spec) = (&self.tools[at], &self.specs[at]);
-        let gated = match gate {
+        let (tool, spec) = (&self.0.tools[at], &self.0.specs[at]);
+        let gated = match options.gate() {
             Gate::Declared => spec.requires_approval,
             Gate::Ask => true,
             Gate::Open => false,
         };
-        if let (true, Some(human)) = (gated, &self.human)
+        if let (true, Some(human)) = (gated, &self.0.human)
             && !human.approve(name, &arguments).await
         {
             return Err(ToolError::denied(name, arguments));
         }
-        let mut ctx = ctx.clone().with_call(name, call_id);
-        if let Some(human) = &self.human
+        let limit = options.timeout().or(spec.timeout).or(self.0.timeout);
+        let call_id = options.call_id().map(str::to_owned);
+        let mut ctx = options.into_ctx().with_call(name, call_id.as_deref());
+        if let Some(human) = &self.0.human
             && !ctx.has_human()
         {
-            ctx = ctx.with_shared_human(Arc::clone(human));
+            ctx = ctx.with_human_arc(Arc::clone(human));
         }
-        let call = AssertUnwindSafe(tool.call_content(arguments, ctx)).catch_unwind();
-        let finished = match spec.timeout.or(self.timeout) {
+        let call = AssertUnwindSafe(tool.call(arguments, ctx)).catch_unwind();
+        let finished = match limit {
             None => call.await,
             // Boxed as `dyn`: only a timed call pays for the timer, in its future and in code.
             Some(limit) => match timed(call, limit).await {
@@ -309,10 +214,10 @@ impl Toolbox {
     /// Where the tool named `name` is. A few names are compared in turn, which is quicker
     /// than hashing the name and touches less code; a large toolbox uses its index.
     fn find(&self, name: &str) -> Option<usize> {
-        if self.specs.len() <= SCANNED {
-            self.specs.iter().position(|spec| spec.name == name)
+        if self.0.specs.len() <= SCANNED {
+            self.0.specs.iter().position(|spec| spec.name == name)
         } else {
-            self.index.get(name).copied()
+            self.0.index.get(name).copied()
         }
     }
 
@@ -324,6 +229,34 @@ impl Toolbox {
     }
 }
 
+impl Registry {
+    /// Registers a tool under its spec's name; the same tool twice is one.
+    fn register(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+        let spec = Arc::clone(tool.spec());
+        if spec.timeout == Some(Duration::ZERO) {
+            return Err(Error::configuration(format!(
+                "tool '{}' has a timeout of zero, which would stop every call before it \
+                 starts; give it a positive timeout, or none",
+                spec.name
+            )));
+        }
+        if let Some(&at) = self.index.get(&spec.name) {
+            if same_tool(self.tools[at].as_ref(), tool.as_ref()) {
+                return Ok(());
+            }
+            return Err(Error::configuration(format!(
+                "a different tool named '{}' is already registered; rename one with \
+                 #[tool(name = \"...\")]",
+                spec.name
+            )));
+        }
+        self.index.insert(spec.name.clone(), self.tools.len());
+        self.specs.push(spec);
+        self.tools.push(tool);
+        Ok(())
+    }
+}
+
 /// `call`, stopped at `limit`.
 fn timed<'a, T: 'a>(
     call: impl Future<Output = T> + Send + 'a,
@@ -331,22 +264,6 @@ fn timed<'a, T: 'a>(
 ) -> Pin<Box<dyn Future<Output = std::result::Result<T, tokio::time::error::Elapsed>> + Send + 'a>>
 {
     Box::pin(tokio::time::timeout(limit, call))
-}
-
-/// A default tool timeout of zero would stop every call before it starts.
-pub(crate) fn check_tool_timeout(timeout: Option<Duration>) -> Result<()> {
-    if timeout == Some(Duration::ZERO) {
-        return Err(Error::configuration(
-            "the tool timeout is zero, which would stop every call before it starts; give a \
-             positive timeout, or none",
-        ));
-    }
-    Ok(())
-}
-
-/// Sets the default tool timeout (an agent's [`tool_timeout`](crate::AgentBuilder::tool_timeout)).
-pub(crate) fn set_tool_timeout(toolbox: &mut Toolbox, timeout: Duration) {
-    toolbox.timeout = Some(timeout);
 }
 
 /// A tool that panicked, as an error the model can read.
@@ -372,7 +289,7 @@ impl fmt::Debug for Toolbox {
 #[derive(Default)]
 #[must_use = "call build() to get the toolbox"]
 pub struct ToolboxBuilder {
-    toolbox: Toolbox,
+    registry: Registry,
     error: Option<Error>,
 }
 
@@ -380,52 +297,30 @@ impl ToolboxBuilder {
     /// Adds a tool: a value or an `Arc<dyn Tool>`.
     pub fn tool(mut self, tool: impl IntoTool) -> Self {
         if self.error.is_none()
-            && let Err(e) = self.toolbox.register(tool.into_tool())
+            && let Err(e) = self.registry.register(tool.into_tool())
         {
             self.error = Some(e);
         }
         self
     }
 
-    /// Adds every tool of `tools`.
+    /// Adds every tool of `tools`: what `file_tools`, `McpServer::tools` and similar
+    /// factories return.
     pub fn tools<T: IntoTool>(self, tools: impl IntoIterator<Item = T>) -> Self {
         tools.into_iter().fold(self, Self::tool)
     }
 
     /// Sets the [`Human`] the toolbox turns to during a call: each gated call is put to
     /// [`Human::approve`] before it runs (`false` refuses it with [`ToolError::denied`]),
-    /// and each tool's [`Ctx::ask`] (an MCP server's elicitation included) reaches
-    /// [`Human::ask`].
+    /// and each tool's [`Ctx::ask`](crate::Ctx::ask) (an MCP server's elicitation included)
+    /// reaches [`Human::ask`]. A callback `|name, arguments| -> bool` is a human that only
+    /// approves; an `Arc` of a human is one too, to share it.
     ///
     /// Without one nothing is gated at the toolbox level; an agent pauses the run on a
     /// gated call instead, for a human to rule on later.
     pub fn human(mut self, human: impl Human + 'static) -> Self {
-        self.toolbox.human = Some(Arc::new(human));
+        self.registry.human = Some(Arc::new(human));
         self
-    }
-
-    /// As [`ToolboxBuilder::human`], with a human that is already shared (the same one as
-    /// another toolbox's, an MCP server's elicitor).
-    pub fn shared_human(mut self, human: Arc<dyn Human>) -> Self {
-        self.toolbox.human = Some(human);
-        self
-    }
-
-    /// Sets a human that only approves, from a callback taking each gated call's name and
-    /// arguments: `true` runs it, `false` refuses it ([`ToolError::denied`]). Questions are
-    /// declined.
-    pub fn approve(self, approve: impl Fn(&str, &Value) -> bool + Send + Sync + 'static) -> Self {
-        self.human(Approver::sync(approve))
-    }
-
-    /// As [`ToolboxBuilder::approve`], with an async callback (one that asks a person over
-    /// a network, say).
-    pub fn approve_async<F, Fut>(self, approve: F) -> Self
-    where
-        F: Fn(String, Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = bool> + Send + 'static,
-    {
-        self.human(Approver::from_async(approve))
     }
 
     /// Stops any call still running after `timeout`, for the tools without a timeout of
@@ -435,7 +330,7 @@ impl ToolboxBuilder {
     /// default; a zero timeout is refused at `build()`. The timer is Tokio's: a timed call
     /// needs a runtime with its time driver (`#[tokio::main]` and `Runtime::new` have it).
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
-        self.toolbox.timeout = Some(timeout);
+        self.registry.timeout = Some(timeout);
         self
     }
 
@@ -444,45 +339,52 @@ impl ToolboxBuilder {
     /// # Errors
     /// The first name collision met while adding tools, or a tool timeout of zero.
     pub fn build(self) -> Result<Toolbox> {
-        match self.error {
-            Some(e) => Err(e),
-            None => {
-                check_tool_timeout(self.toolbox.timeout)?;
-                Ok(self.toolbox)
-            }
+        if let Some(e) = self.error {
+            return Err(e);
         }
+        if self.registry.timeout == Some(Duration::ZERO) {
+            return Err(Error::configuration(
+                "the tool timeout is zero, which would stop every call before it starts; \
+                 give a positive timeout, or none",
+            ));
+        }
+        Ok(Toolbox(Arc::new(self.registry)))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::{Value, json};
 
-    use super::{Gate, Toolbox};
+    use super::Toolbox;
     use crate::error::ToolError;
-    use crate::tool::{Ctx, Tool, ToolSpec};
+    use crate::message::Content;
+    use crate::tool::{CallOptions, Ctx, Gate, Tool, ToolSpec, approve_fn};
 
     /// Echoes its arguments, or the tenant in its deps.
-    struct Echo(ToolSpec);
+    struct Echo(Arc<ToolSpec>);
 
     impl Echo {
         fn new(name: &str, gated: bool) -> Self {
-            let mut spec = ToolSpec::new(name, "Echo.", json!({"type": "object"}));
-            spec.requires_approval = gated;
-            Self(spec)
+            let spec = ToolSpec::new(name, "Echo.", json!({"type": "object"}))
+                .with_requires_approval(gated);
+            Self(Arc::new(spec))
         }
     }
 
     #[async_trait::async_trait]
     impl Tool for Echo {
-        fn spec(&self) -> &ToolSpec {
+        fn spec(&self) -> &Arc<ToolSpec> {
             &self.0
         }
-        async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError> {
+        async fn call(&self, arguments: Value, ctx: Ctx) -> Result<Content, ToolError> {
             Ok(ctx
                 .deps::<String>()
                 .cloned()
-                .unwrap_or_else(|| arguments.to_string()))
+                .unwrap_or_else(|| arguments.to_string())
+                .into())
         }
     }
 
@@ -490,34 +392,57 @@ mod tests {
         futures_util::FutureExt::now_or_never(future).unwrap_or_else(|| panic!("not ready"))
     }
 
+    fn text(result: Result<Content, ToolError>) -> Option<String> {
+        result.ok().map(|c| c.text().into_owned())
+    }
+
     #[test]
     fn a_policys_ask_gates_an_ungated_tool_and_its_allow_is_not_asked_again() {
         let tools = Toolbox::builder()
             .tool(Echo::new("free", false))
             .tool(Echo::new("gated", true))
-            .approve(|_, _| false)
+            .human(approve_fn(|_, _| false))
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
-        let ctx = Ctx::new();
-        let asked = block_on(tools.call_with("free", json!({}), &ctx, Gate::Ask));
+        let with = |gate| CallOptions::new().with_gate(gate);
+        let asked = block_on(tools.call("free", json!({}), with(Gate::Ask)));
         assert!(asked.is_err_and(|e| e.is_denied()));
-        let declared = block_on(tools.call_with("gated", json!({}), &ctx, Gate::Declared));
+        let declared = block_on(tools.call("gated", json!({}), with(Gate::Declared)));
         assert!(declared.is_err_and(|e| e.is_denied()));
-        let open = block_on(tools.call_with("gated", json!({"a": 1}), &ctx, Gate::Open));
-        assert_eq!(open.ok().as_deref(), Some(r#"{"a":1}"#));
+        let open = block_on(tools.call("gated", json!({"a": 1}), with(Gate::Open)));
+        assert_eq!(text(open).as_deref(), Some(r#"{"a":1}"#));
     }
 
     #[test]
-    fn the_runs_ctx_reaches_the_tool() {
+    fn the_callers_ctx_reaches_the_tool() {
         let tools = Toolbox::builder()
             .tool(Echo::new("tenant", false))
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
-        let ctx = Ctx::new().with_deps("acme".to_owned());
-        let text = block_on(tools.call_with_ctx("tenant", json!({}), &ctx));
-        assert_eq!(text.ok().as_deref(), Some("acme"));
-        let text = block_on(tools.call("tenant", json!({})));
-        assert_eq!(text.ok().as_deref(), Some("{}"));
+        let options = CallOptions::new().with_ctx(Ctx::new().with_deps("acme".to_owned()));
+        let called = block_on(tools.call("tenant", json!({}), options));
+        assert_eq!(text(called).as_deref(), Some("acme"));
+        let called = block_on(tools.call("tenant", json!({}), CallOptions::new()));
+        assert_eq!(text(called).as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn a_clone_shares_the_toolbox_and_each_spec_is_the_tools_own() {
+        let echo: Arc<dyn Tool> = Arc::new(Echo::new("echo", false));
+        let tools = Toolbox::builder()
+            .tool(Arc::clone(&echo))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let clone = tools.clone();
+        assert!(Arc::ptr_eq(&tools.0, &clone.0));
+        assert!(Arc::ptr_eq(&tools.specs()[0], echo.spec()));
+        // Growing a shared toolbox copies it; the original is untouched.
+        let grown = clone
+            .into_builder()
+            .tool(Echo::new("more", false))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((tools.len(), grown.len()), (1, 2));
     }
 
     /// Small toolboxes are scanned, large ones use the index: every size finds each tool
@@ -537,15 +462,9 @@ mod tests {
                 assert!(tools.contains(name));
                 let tool = tools.tool(name).map(|t| t.spec().name.clone());
                 assert_eq!(tool.as_deref(), Some(name.as_str()));
-                let text = block_on(tools.call_content_with(
-                    name,
-                    None,
-                    json!({"i": i}),
-                    &Ctx::new(),
-                    Gate::Open,
-                ));
-                let text = text.map(|c| c.text().into_owned()).ok();
-                assert_eq!(text, Some(format!("{{\"i\":{i}}}")));
+                let options = CallOptions::new().with_gate(Gate::Open);
+                let called = block_on(tools.call(name, json!({"i": i}), options));
+                assert_eq!(text(called), Some(format!("{{\"i\":{i}}}")));
             }
             assert!(!tools.contains("tool_"));
             assert!(tools.get("tool").is_err_and(|e| e.is_not_found()));

@@ -221,7 +221,7 @@ impl HttpClient {
         }
         // No client-wide timeout: it would cut long streams. A plain request gets
         // `config.timeout` of its own; a stream is bounded by its idle and total timeouts.
-        let client = crate::tls::client_builder()?
+        let client = super::tls::client_builder()?
             .default_headers(headers)
             .connect_timeout(config.connect_timeout)
             .build()

@@ -126,7 +126,9 @@ fn earliest(one: Option<Instant>, other: Option<Instant>) -> Option<Instant> {
 
 /// POSTs `body` (serialised once, the same bytes on every retry) to `path` and streams the
 /// answer through `accumulator`: its deltas as they arrive, then [`LlmEvent::Completed`]
-/// with the whole turn, or the error that ended the stream.
+/// with the whole turn, or the error that ended the stream. The stream owns what it reads
+/// with (the client through its `Arc`, the body already serialised), so it lives as long as
+/// it is read, as [`Llm::stream`](harness_core::Llm::stream) returns it.
 ///
 /// Retries happen until the body starts; after that a failure ends the stream (deltas
 /// already handed out cannot be taken back). The client's
@@ -134,23 +136,7 @@ fn earliest(one: Option<Instant>, other: Option<Instant>) -> Option<Instant> {
 /// every silence in the body, its [`stream_timeout`](super::HttpConfig::stream_timeout) the
 /// whole stream, and its [`max_response_bytes`](super::HttpConfig::max_response_bytes) one
 /// event.
-pub fn stream<'a, A, B>(
-    client: &'a HttpClient,
-    path: &str,
-    body: &B,
-    accumulator: A,
-) -> BoxStream<'a, Result<LlmEvent>>
-where
-    A: Accumulator + 'a,
-    B: Serialize + ?Sized,
-{
-    start(ClientRef::Borrowed(client), path, body, accumulator)
-}
-
-/// [`stream`] for a client shared through an `Arc`: the stream owns what it reads with, so
-/// it lives as long as it is read (`'static`), as
-/// [`Llm::stream_events_owned`](harness_core::Llm::stream_events_owned) returns it.
-pub fn stream_owned<A, B>(
+pub fn stream<A, B>(
     client: Arc<HttpClient>,
     path: &str,
     body: &B,
@@ -160,11 +146,11 @@ where
     A: Accumulator + 'static,
     B: Serialize + ?Sized,
 {
-    start(ClientRef::Shared(client), path, body, accumulator)
+    start(client, path, body, accumulator)
 }
 
 fn start<'a, A, B>(
-    client: ClientRef<'a>,
+    client: Arc<HttpClient>,
     path: &str,
     body: &B,
     accumulator: A,
@@ -191,28 +177,10 @@ where
     })
 }
 
-/// The client a stream reads with: lent by the provider, or shared with it.
-#[derive(Clone)]
-enum ClientRef<'a> {
-    Borrowed(&'a HttpClient),
-    Shared(Arc<HttpClient>),
-}
-
-impl std::ops::Deref for ClientRef<'_> {
-    type Target = HttpClient;
-
-    fn deref(&self) -> &HttpClient {
-        match self {
-            Self::Borrowed(client) => client,
-            Self::Shared(client) => client,
-        }
-    }
-}
-
 /// Whose stream a reader reads, for its errors: a client's provider (the client is kept, not
 /// its name copied), or a fixed name for a recorded body.
 enum Source<'a> {
-    Client(ClientRef<'a>),
+    Client(Arc<HttpClient>),
     Named(&'a str),
 }
 
@@ -237,7 +205,7 @@ struct Streamed<'a, A> {
 
 enum Phase<'a, A> {
     Start {
-        client: ClientRef<'a>,
+        client: Arc<HttpClient>,
         request: Request<'a>,
         accumulator: A,
     },
@@ -342,7 +310,7 @@ pub fn decode<A: Accumulator>(
 }
 
 fn open<'a, A: Accumulator + 'a>(
-    client: &ClientRef<'a>,
+    client: &Arc<HttpClient>,
     Streaming {
         response,
         permit,

@@ -3,11 +3,13 @@
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result, replay};
+use harness_core::{
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result, replay,
+};
 use serde_json::Value;
 
 struct Entry {
@@ -29,7 +31,7 @@ struct Store {
 /// Only sound in front of a deterministic setup; there is no single-flight, so concurrent
 /// identical calls all miss. A streamed hit is replayed block by block, then `Completed`.
 pub struct Caching<M> {
-    inner: M,
+    inner: Arc<M>,
     capacity: NonZeroUsize,
     ttl: Option<Duration>,
     store: Mutex<Store>,
@@ -41,7 +43,7 @@ impl<M: Llm> Caching<M> {
     /// A cache of up to 256 answers with no expiry.
     pub fn new(inner: M) -> Self {
         Self {
-            inner,
+            inner: Arc::new(inner),
             capacity: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
             ttl: None,
             store: Mutex::new(Store::default()),
@@ -181,12 +183,13 @@ impl<M: Llm> Llm for Caching<M> {
         Ok(response)
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         let key = cache_key(&request);
         if let Some(hit) = self.lookup(&key) {
             return Box::pin(futures_util::stream::iter(replay(Ok(hit))));
         }
-        Box::pin(self.inner.stream_events(request).map(move |event| {
+        let answer = Arc::clone(&self.inner).stream(request);
+        Box::pin(answer.map(move |event| {
             if let Ok(LlmEvent::Completed(response)) = &event {
                 self.remember(key.clone(), response);
             }
@@ -194,19 +197,8 @@ impl<M: Llm> Llm for Caching<M> {
         }))
     }
 
-    fn native_output(&self) -> bool {
-        self.inner.native_output()
-    }
-
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-
-    fn model_id(&self) -> String {
-        self.inner.model_id()
-    }
-
-    fn name(&self) -> String {
-        format!("caching({})", self.inner.name())
+    /// The model underneath's.
+    fn info(&self) -> ModelInfo {
+        self.inner.info()
     }
 }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, ProviderError, Request, Result,
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, ModelInfo, OwnedRequest, ProviderError,
+    Request, Result,
 };
 
 type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
@@ -33,7 +34,7 @@ pub struct Fallback {
 
 impl std::fmt::Debug for Fallback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<String> = self.models.iter().map(|m| Llm::name(m.as_ref())).collect();
+        let names: Vec<String> = self.models.iter().map(|m| m.info().name()).collect();
         f.debug_struct("Fallback")
             .field("models", &names)
             .finish_non_exhaustive()
@@ -103,75 +104,74 @@ impl Llm for Fallback {
         ))
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        struct State<'a> {
+    /// The request is kept (copied), for the next model when one fails.
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        struct State {
+            this: Arc<Fallback>,
+            request: OwnedRequest,
             next: usize,
-            current: Option<BoxStream<'a, Result<LlmEvent>>>,
+            current: Option<BoxStream<'static, Result<LlmEvent>>>,
             emitted: bool,
             done: bool,
         }
         let start = State {
+            this: self,
+            request: OwnedRequest::from(request),
             next: 0,
             current: None,
             emitted: false,
             done: false,
         };
-        Box::pin(futures_util::stream::unfold(
-            start,
-            move |mut state| async move {
-                loop {
-                    if state.done {
-                        return None;
-                    }
-                    let stream = match &mut state.current {
-                        Some(stream) => stream,
-                        None => {
-                            let model = &self.models[state.next];
-                            state.next += 1;
-                            state.current.insert(model.stream_events(request))
-                        }
-                    };
-                    match stream.next().await {
-                        Some(Ok(event)) => {
-                            state.emitted = true;
-                            return Some((Ok(event), state));
-                        }
-                        Some(Err(e)) if !state.emitted && (self.on)(&e) => {
-                            if state.next < self.models.len() {
-                                state.current = None;
-                                continue;
-                            }
-                            state.done = true;
-                            let error = self.exhausted(&e);
-                            return Some((Err(error), state));
-                        }
-                        Some(Err(e)) => {
-                            state.done = true;
-                            return Some((Err(e), state));
-                        }
-                        None => return None,
-                    }
+        Box::pin(futures_util::stream::unfold(start, |mut state| async move {
+            loop {
+                if state.done {
+                    return None;
                 }
-            },
-        ))
+                let stream = match &mut state.current {
+                    Some(stream) => stream,
+                    None => {
+                        let model = Arc::clone(&state.this.models[state.next]);
+                        state.next += 1;
+                        state.current.insert(model.stream(state.request.as_request()))
+                    }
+                };
+                match stream.next().await {
+                    Some(Ok(event)) => {
+                        state.emitted = true;
+                        return Some((Ok(event), state));
+                    }
+                    Some(Err(e)) if !state.emitted && (state.this.on)(&e) => {
+                        if state.next < state.this.models.len() {
+                            state.current = None;
+                            continue;
+                        }
+                        state.done = true;
+                        let error = state.this.exhausted(&e);
+                        return Some((Err(error), state));
+                    }
+                    Some(Err(e)) => {
+                        state.done = true;
+                        return Some((Err(e), state));
+                    }
+                    None => return None,
+                }
+            }
+        }))
     }
 
-    /// Only when every model of the chain takes an output schema natively: the request
-    /// is the same for whichever answers.
-    fn native_output(&self) -> bool {
-        self.models.iter().all(|m| Llm::native_output(&**m))
-    }
-
-    fn provider_name(&self) -> String {
-        self.models[0].provider_name()
-    }
-
-    fn model_id(&self) -> String {
-        self.models[0].model_id()
-    }
-
-    fn name(&self) -> String {
-        let names: Vec<String> = self.models.iter().map(|m| Llm::name(m.as_ref())).collect();
-        format!("fallback({})", names.join(", "))
+    /// The first model's, holding it to an output schema only when every model of the
+    /// chain takes one natively (the request is the same for whichever answers), and
+    /// claiming what every model supports.
+    fn info(&self) -> ModelInfo {
+        let mut info = self.models[0].info();
+        for model in &self.models[1..] {
+            let other = model.info().supports;
+            let supports = &mut info.supports;
+            supports.tools &= other.tools;
+            supports.images &= other.images;
+            supports.structured_output &= other.structured_output;
+            supports.reasoning &= other.reasoning;
+        }
+        info
     }
 }

@@ -1,11 +1,11 @@
 //! `RateLimited`: a token bucket in front of a model.
 
 use std::num::NonZeroU32;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result};
+use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result};
 
 struct Bucket {
     tokens: f64,
@@ -18,7 +18,7 @@ struct Bucket {
 /// holds across tasks and threads sharing one instance. A stream reserves once, at its
 /// start. Build it with [`LlmExt::rate_limited`](crate::LlmExt::rate_limited).
 pub struct RateLimited<M> {
-    inner: M,
+    inner: Arc<M>,
     interval: Duration,
     burst: NonZeroU32,
     bucket: Mutex<Bucket>,
@@ -29,7 +29,7 @@ impl<M: Llm> RateLimited<M> {
     /// zero interval does not limit), one at a time.
     pub fn new(inner: M, interval: Duration) -> Self {
         Self {
-            inner,
+            inner: Arc::new(inner),
             interval,
             burst: NonZeroU32::MIN,
             bucket: Mutex::new(Bucket {
@@ -95,26 +95,22 @@ impl<M: Llm> Llm for RateLimited<M> {
         self.inner.generate(request).await
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
+    /// The slot is reserved now; the model's stream (which sends nothing until it is polled)
+    /// is read once the slot comes.
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        let wait = self.reserve();
+        let answer = Arc::clone(&self.inner).stream(request);
         Box::pin(
-            futures_util::stream::once(async move { tokio::time::sleep(self.reserve()).await })
-                .flat_map(move |()| self.inner.stream_events(request)),
+            futures_util::stream::once(async move {
+                tokio::time::sleep(wait).await;
+                answer
+            })
+            .flatten(),
         )
     }
 
-    fn native_output(&self) -> bool {
-        self.inner.native_output()
-    }
-
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-
-    fn model_id(&self) -> String {
-        self.inner.model_id()
-    }
-
-    fn name(&self) -> String {
-        format!("rate_limited({})", self.inner.name())
+    /// The model underneath's.
+    fn info(&self) -> ModelInfo {
+        self.inner.info()
     }
 }

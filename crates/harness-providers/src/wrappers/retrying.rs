@@ -1,16 +1,19 @@
 //! `Retrying`: asks again when a turn comes back empty.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result};
+use harness_core::{
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, OwnedRequest, Request, Result,
+};
 
 /// Re-asks when a turn has no text and no tool calls, up to `retries` times, waiting
 /// `backoff · k` before the k-th retry. Transport failures are the HTTP client's business;
 /// this is for models that sometimes answer nothing. A stream is retried only while it has
 /// handed out nothing. Build it with [`LlmExt::retrying`](crate::LlmExt::retrying).
 pub struct Retrying<M> {
-    inner: M,
+    inner: Arc<M>,
     attempts: u32,
     backoff: Duration,
 }
@@ -24,7 +27,7 @@ impl<M: Llm> Retrying<M> {
     /// after it.
     pub fn new(inner: M, retries: u32) -> Self {
         Self {
-            inner,
+            inner: Arc::new(inner),
             attempts: retries.saturating_add(1),
             backoff: Duration::from_millis(500),
         }
@@ -72,67 +75,59 @@ impl<M: Llm> Llm for Retrying<M> {
         Ok(response)
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        struct State<'a> {
+    /// The request is kept (copied) so an empty turn can be asked again.
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        struct State<M> {
+            this: Arc<Retrying<M>>,
+            request: OwnedRequest,
             calls: u32,
             emitted: bool,
-            current: Option<BoxStream<'a, Result<LlmEvent>>>,
+            current: Option<BoxStream<'static, Result<LlmEvent>>>,
         }
         let start = State {
+            this: self,
+            request: OwnedRequest::from(request),
             calls: 0,
             emitted: false,
             current: None,
         };
-        Box::pin(futures_util::stream::unfold(
-            start,
-            move |mut state| async move {
-                loop {
-                    let stream = match &mut state.current {
-                        Some(stream) => stream,
-                        None => {
-                            if state.calls > 0 {
-                                self.pause(state.calls).await;
-                            }
-                            state.calls += 1;
-                            state.current.insert(self.inner.stream_events(request))
+        Box::pin(futures_util::stream::unfold(start, |mut state| async move {
+            loop {
+                let stream = match &mut state.current {
+                    Some(stream) => stream,
+                    None => {
+                        if state.calls > 0 {
+                            state.this.pause(state.calls).await;
                         }
-                    };
-                    match stream.next().await {
-                        Some(Ok(LlmEvent::Completed(response)))
-                            if !state.emitted
-                                && is_empty(&response)
-                                && state.calls < self.attempts =>
-                        {
-                            state.current = None;
-                        }
-                        Some(Ok(LlmEvent::Completed(response))) => {
-                            state.current = Some(Box::pin(futures_util::stream::empty()));
-                            return Some((Ok(LlmEvent::Completed(response)), state));
-                        }
-                        Some(item) => {
-                            state.emitted = true;
-                            return Some((item, state));
-                        }
-                        None => return None,
+                        state.calls += 1;
+                        let asked = Arc::clone(&state.this.inner).stream(state.request.as_request());
+                        state.current.insert(asked)
                     }
+                };
+                match stream.next().await {
+                    Some(Ok(LlmEvent::Completed(response)))
+                        if !state.emitted
+                            && is_empty(&response)
+                            && state.calls < state.this.attempts =>
+                    {
+                        state.current = None;
+                    }
+                    Some(Ok(LlmEvent::Completed(response))) => {
+                        state.current = Some(Box::pin(futures_util::stream::empty()));
+                        return Some((Ok(LlmEvent::Completed(response)), state));
+                    }
+                    Some(item) => {
+                        state.emitted = true;
+                        return Some((item, state));
+                    }
+                    None => return None,
                 }
-            },
-        ))
+            }
+        }))
     }
 
-    fn native_output(&self) -> bool {
-        self.inner.native_output()
-    }
-
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-
-    fn model_id(&self) -> String {
-        self.inner.model_id()
-    }
-
-    fn name(&self) -> String {
-        format!("retrying({})", self.inner.name())
+    /// The model underneath's.
+    fn info(&self) -> ModelInfo {
+        self.inner.info()
     }
 }

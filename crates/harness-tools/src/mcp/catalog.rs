@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{Ctx, Tool, ToolError, ToolSpec};
+use harness_core::{Content, Ctx, Tool, ToolError, ToolSpec};
 use rmcp::model::{
     ClientRequest, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
     ListResourceTemplatesRequest, ListResourcesRequest, ReadResourceRequest,
@@ -106,7 +106,7 @@ impl McpServer {
     /// # Errors
     /// [`McpError`] from the handshake or the listing (a server without resources answers
     /// it with an error).
-    pub async fn list_resources(&self) -> Result<Vec<McpResource>, McpError> {
+    pub async fn list_resources(&self) -> harness_core::Result<Vec<McpResource>> {
         self.list_json(
             "resources/list",
             "resources",
@@ -123,13 +123,14 @@ impl McpServer {
             },
         )
         .await
+        .map_err(harness_core::Error::from)
     }
 
     /// The server's resource templates, every page of `resources/templates/list`.
     ///
     /// # Errors
     /// As [`list_resources`](Self::list_resources).
-    pub async fn list_resource_templates(&self) -> Result<Vec<McpResourceTemplate>, McpError> {
+    pub async fn list_resource_templates(&self) -> harness_core::Result<Vec<McpResourceTemplate>> {
         self.list_json(
             "resources/templates/list",
             "resourceTemplates",
@@ -149,6 +150,7 @@ impl McpServer {
             },
         )
         .await
+        .map_err(harness_core::Error::from)
     }
 
     /// Reads the resource at `uri` (listed, or made from a template): its contents, each an
@@ -156,7 +158,7 @@ impl McpServer {
     ///
     /// # Errors
     /// [`McpError`] from the handshake or the read (an unknown URI is the server's error).
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<McpContent>, McpError> {
+    pub async fn read_resource(&self, uri: &str) -> harness_core::Result<Vec<McpContent>> {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
         ));
@@ -176,29 +178,29 @@ impl McpServer {
     ///
     /// # Errors
     /// [`McpError`] from the handshake or the request.
-    pub async fn subscribe(&self, uri: &str) -> Result<(), McpError> {
+    pub async fn subscribe(&self, uri: &str) -> harness_core::Result<()> {
         let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(
             SubscribeRequestParams::new(uri),
         ));
-        self.json(request, "resources/subscribe").await.map(drop)
+        Ok(self.json(request, "resources/subscribe").await.map(drop)?)
     }
 
     /// Takes back a [`subscribe`](Self::subscribe) (`resources/unsubscribe`).
     ///
     /// # Errors
     /// [`McpError`] from the handshake or the request.
-    pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
+    pub async fn unsubscribe(&self, uri: &str) -> harness_core::Result<()> {
         let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
             UnsubscribeRequestParams::new(uri),
         ));
-        self.json(request, "resources/unsubscribe").await.map(drop)
+        Ok(self.json(request, "resources/unsubscribe").await.map(drop)?)
     }
 
     /// The server's prompts, every page of `prompts/list`.
     ///
     /// # Errors
     /// As [`list_resources`](Self::list_resources).
-    pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, McpError> {
+    pub async fn list_prompts(&self) -> harness_core::Result<Vec<McpPrompt>> {
         self.list_json(
             "prompts/list",
             "prompts",
@@ -222,6 +224,7 @@ impl McpServer {
             },
         )
         .await
+        .map_err(harness_core::Error::from)
     }
 
     /// The prompt `name` filled in with `arguments` (each a string, as the protocol says).
@@ -275,7 +278,7 @@ impl McpServer {
         );
         Arc::new(ReadResourceTool {
             server: self.clone(),
-            spec,
+            spec: Arc::new(spec),
         })
     }
 
@@ -330,16 +333,16 @@ fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
 /// [`McpServer::read_resource_tool`].
 struct ReadResourceTool {
     server: McpServer,
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
 }
 
 #[async_trait::async_trait]
 impl Tool for ReadResourceTool {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
         let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
             return Err(ToolError::invalid_arguments(
                 "read_resource needs `uri`, the resource's URI as a string",
@@ -356,6 +359,7 @@ impl Tool for ReadResourceTool {
             format!("{uri} is empty")
         } else {
             text
-        })
+        }
+        .into())
     }
 }

@@ -360,12 +360,12 @@ impl Connection {
             }
             #[cfg(feature = "mcp-http")]
             Connector::Http { url, headers } => {
-                let client = harness_providers::client_builder()
-                    .map_err(|e| McpError::configuration(e.to_string()))?
+                let client = harness_providers::rest::client_builder()
+                    .map_err(|e| McpError::transport(e.to_string()))?
                     .connect_timeout(Duration::from_secs(10))
                     .build()
                     .map_err(|e| {
-                        McpError::configuration(format!("cannot build the HTTP client: {e}"))
+                        McpError::transport(format!("cannot build the HTTP client: {e}"))
                     })?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.clone());
@@ -468,7 +468,7 @@ fn spawn(
     McpError,
 > {
     let Some((program, args)) = command.split_first() else {
-        return Err(McpError::configuration(
+        return Err(McpError::new(
             "an MCP stdio server needs a command to run; pass the program and its arguments",
         ));
     };

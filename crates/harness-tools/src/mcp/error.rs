@@ -29,9 +29,6 @@ pub enum McpErrorKind {
     /// sign-in, the token exchange, a step-up past its limit). The message says which step
     /// and what to do.
     Authorization,
-    /// Something set up wrong on this side: an empty command, an invalid header, two tools
-    /// whose names collide once made safe for a model.
-    Configuration,
     /// Anything else, including errors made with [`McpError::new`].
     Other,
 }
@@ -46,7 +43,6 @@ impl McpErrorKind {
             Self::ToolFailed => "tool_failed",
             Self::Protocol => "protocol",
             Self::Closed => "closed",
-            Self::Configuration => "configuration",
             Self::Authorization => "authorization",
             Self::Other => "other",
         }
@@ -60,7 +56,6 @@ impl McpErrorKind {
             "tool_failed" => Self::ToolFailed,
             "protocol" => Self::Protocol,
             "closed" => Self::Closed,
-            "configuration" => Self::Configuration,
             "authorization" => Self::Authorization,
             _ => Self::Other,
         }
@@ -140,11 +135,6 @@ impl McpError {
         self.kind == McpErrorKind::Closed
     }
 
-    /// True for a mistake in how the server or its tools were set up on this side.
-    pub fn is_configuration(&self) -> bool {
-        self.kind == McpErrorKind::Configuration
-    }
-
     /// True when the server requires authorization and it could not be had (see
     /// [`McpErrorKind::Authorization`]).
     pub fn is_authorization(&self) -> bool {
@@ -160,10 +150,6 @@ impl McpError {
                  call_with_timeout for one call) if it needs longer"
             ),
         )
-    }
-
-    pub(crate) fn configuration(message: impl Into<String>) -> Self {
-        Self::with_kind(McpErrorKind::Configuration, message)
     }
 
     pub(crate) fn transport(message: impl Into<String>) -> Self {
@@ -264,18 +250,12 @@ impl McpError {
     }
 }
 
-/// Kind [`Mcp`](harness_core::ErrorKind::Mcp)
-/// ([`Configuration`](harness_core::ErrorKind::Configuration) for a setup mistake on this side),
-/// timed out when the server did not answer in time; the source is this error, reached with
-/// [`harness_core::Error::downcast_ref`].
+/// Kind [`Mcp`](harness_core::ErrorKind::Mcp), timed out when the server did not answer in
+/// time; the source is this error, reached with [`harness_core::Error::downcast_ref`].
 impl From<McpError> for harness_core::Error {
     fn from(error: McpError) -> Self {
-        let kind = match error.kind {
-            McpErrorKind::Configuration => harness_core::ErrorKind::Configuration,
-            _ => harness_core::ErrorKind::Mcp,
-        };
         let timeout = error.is_timeout();
-        let converted = Self::from_source(kind, error);
+        let converted = Self::from_source(harness_core::ErrorKind::Mcp, error);
         if timeout {
             converted.timed_out()
         } else {

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use harness_core::{Ctx, Tool, ToolError, ToolSpec};
+use harness_core::{CallOptions, Content, Ctx, Tool, ToolError, ToolSpec};
 #[cfg(feature = "mcp-http")]
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -208,14 +208,14 @@ impl McpServer {
     ///
     /// # Errors
     /// [`McpError`] (configuration) for an empty command.
-    pub fn stdio<I, S>(command: I) -> Result<Self, McpError>
+    pub fn stdio<I, S>(command: I) -> harness_core::Result<Self>
     where
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
         let command: Vec<OsString> = command.into_iter().map(Into::into).collect();
         if command.is_empty() {
-            return Err(McpError::configuration(
+            return Err(harness_core::Error::configuration(
                 "an MCP stdio server needs a command to run; pass the program and its arguments",
             ));
         }
@@ -230,19 +230,19 @@ impl McpServer {
     /// [`McpError`] (configuration) for a header that is not valid HTTP, or one the client
     /// sets itself (`Accept`, `Mcp-Session-Id`, `Last-Event-ID`).
     #[cfg(feature = "mcp-http")]
-    pub fn http(url: impl Into<String>, headers: &[(String, String)]) -> Result<Self, McpError> {
+    pub fn http(url: impl Into<String>, headers: &[(String, String)]) -> harness_core::Result<Self> {
         let mut map = HashMap::new();
         for (name, value) in headers {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
-                McpError::configuration(format!("invalid header name {name:?}: {e}"))
+                harness_core::Error::configuration(format!("invalid header name {name:?}: {e}"))
             })?;
             if ["accept", "mcp-session-id", "last-event-id"].contains(&name.as_str()) {
-                return Err(McpError::configuration(format!(
+                return Err(harness_core::Error::configuration(format!(
                     "header {name} is set by the MCP client itself; leave it out"
                 )));
             }
             let value = HeaderValue::from_str(value).map_err(|e| {
-                McpError::configuration(format!("invalid value for header {name}: {e}"))
+                harness_core::Error::configuration(format!("invalid value for header {name}: {e}"))
             })?;
             map.insert(name, value);
         }
@@ -415,8 +415,8 @@ impl McpServer {
     /// # Errors
     /// [`McpError`] when the server cannot be started or reached, refuses, does not answer
     /// in time, or answers a protocol version this client does not speak.
-    pub async fn connect(&self) -> Result<(), McpError> {
-        self.connection(self.timeout).await.map(drop)
+    pub async fn connect(&self) -> harness_core::Result<()> {
+        Ok(self.connection(self.timeout).await.map(drop)?)
     }
 
     /// What the server said about itself in the handshake (`protocolVersion`,
@@ -483,7 +483,7 @@ impl McpServer {
     ///
     /// # Errors
     /// [`McpError`] from the handshake or the listing.
-    pub async fn list_tools(&self) -> Result<Vec<McpTool>, McpError> {
+    pub async fn list_tools(&self) -> harness_core::Result<Vec<McpTool>> {
         let label = &self.label;
         self.list_all(
             "tools/list",
@@ -504,6 +504,7 @@ impl McpServer {
             },
         )
         .await
+        .map_err(harness_core::Error::from)
     }
 
     /// Every page of a `*/list` request: `page` takes each answer's items into the list and
@@ -553,12 +554,12 @@ impl McpServer {
     /// # Errors
     /// As [`McpServer::list_tools`]; and a configuration error naming the server and both
     /// tools when two names map to the same model-facing name.
-    pub async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+    pub async fn tools(&self) -> harness_core::Result<Vec<Arc<dyn Tool>>> {
         let listed = self.list_tools().await?;
         let mut taken: HashMap<&str, &str> = HashMap::new();
         for tool in &listed {
             if let Some(first) = taken.insert(&tool.model_name, &tool.name) {
-                return Err(McpError::configuration(format!(
+                return Err(harness_core::Error::configuration(format!(
                     "MCP server `{}` has tools {first:?} and {:?}, which both become {:?} for \
                      the model (names may only use A-Z, a-z, 0-9, _ and -, up to 64 \
                      characters); rename one on the server, or reach them with list_tools() \
@@ -576,66 +577,33 @@ impl McpServer {
                 Arc::new(RemoteTool {
                     server: self.clone(),
                     server_name: tool.name,
-                    spec,
+                    spec: Arc::new(spec),
                 }) as Arc<dyn Tool>
             })
             .collect())
     }
 
-    /// Calls tool `name` (the server's name for it) with `arguments`, within the server's
-    /// timeout; the text a model reads of the result ([`McpCallResult::text`]).
+    /// Calls tool `name` (the server's name for it) with `arguments`, as `options` say: the
+    /// [`Ctx`] the server's progress and log notifications reach (and whose human answers
+    /// its elicitations), and a timeout for this call over the server's own
+    /// ([`with_timeout`](Self::with_timeout)). Returns the whole typed result: text, images
+    /// (as [`harness_core::Image`]s), audio, resources, `structuredContent`; a call the
+    /// server marked failed is an `Ok` result with `is_error` set
+    /// ([`McpCallResult::text`] is what a model would read either way).
     ///
     /// # Errors
-    /// [`McpError`] when the server reports the call failed (`isError`; the message is
-    /// `{name} failed: {the server's text}`), refuses it, does not answer in time, or the
-    /// transport fails.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<String, McpError> {
-        self.call_with_timeout(name, arguments, self.timeout).await
-    }
-
-    /// [`call`](Self::call) with a timeout for this call only.
-    ///
-    /// # Errors
-    /// As [`McpServer::call`].
-    pub async fn call_with_timeout(
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) when the
+    /// server refuses the call, does not answer in time, or the transport fails.
+    pub async fn call(
         &self,
         name: &str,
         arguments: Value,
-        timeout: Duration,
-    ) -> Result<String, McpError> {
-        let result = self
-            .call_content_with_timeout(name, arguments, timeout)
-            .await?;
-        succeeded(name, &result)
-    }
-
-    /// Calls tool `name` and returns the whole typed result: text, images (as
-    /// [`harness_core::Image`]s), audio, resources, `structuredContent`, and `is_error`
-    /// (a failed call is an `Ok` result here, with `is_error` set).
-    ///
-    /// # Errors
-    /// [`McpError`] when the server refuses the call, does not answer in time, or the
-    /// transport fails.
-    pub async fn call_content(
-        &self,
-        name: &str,
-        arguments: Value,
-    ) -> Result<McpCallResult, McpError> {
-        self.call_content_with_timeout(name, arguments, self.timeout)
-            .await
-    }
-
-    /// [`call_content`](Self::call_content) with a timeout for this call only.
-    ///
-    /// # Errors
-    /// As [`McpServer::call_content`].
-    pub async fn call_content_with_timeout(
-        &self,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> Result<McpCallResult, McpError> {
-        self.call_reporting(name, arguments, timeout, None).await
+        options: CallOptions,
+    ) -> harness_core::Result<McpCallResult> {
+        let timeout = options.timeout().unwrap_or(self.timeout);
+        Ok(self
+            .call_reporting(name, arguments, timeout, Some(options.ctx()))
+            .await?)
     }
 
     /// A tool call whose progress reaches `ctx`.
@@ -677,10 +645,10 @@ impl McpServer {
     ///
     /// # Errors
     /// [`McpError`] from a custom [`Transport`]'s `close`.
-    pub async fn close(&self) -> Result<(), McpError> {
+    pub async fn close(&self) -> harness_core::Result<()> {
         let previous = std::mem::replace(&mut *self.shared.state.lock().await, State::Closed);
         match previous {
-            State::Connected(connection) => connection.close().await,
+            State::Connected(connection) => Ok(connection.close().await?),
             State::Idle | State::Closed => Ok(()),
         }
     }
@@ -776,36 +744,27 @@ struct RemoteTool {
     server: McpServer,
     /// The server's own name, which the call goes out under.
     server_name: String,
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
 }
 
 #[async_trait::async_trait]
 impl Tool for RemoteTool {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
-    }
-
-    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<String, ToolError> {
-        let result = self.reporting(arguments, &ctx).await?;
-        Ok(succeeded(&self.server_name, &result)?)
     }
 
     /// The text (images named in it where they stood) followed by the images themselves,
     /// so a model that reads images sees them.
-    async fn call_content(
-        &self,
-        arguments: Value,
-        ctx: Ctx,
-    ) -> Result<harness_core::Content, ToolError> {
+    async fn call(&self, arguments: Value, ctx: Ctx) -> Result<Content, ToolError> {
         let result = self.reporting(arguments, &ctx).await?;
         let text = succeeded(&self.server_name, &result)?;
         let images = result.images();
         if images.is_empty() {
-            return Ok(harness_core::Content::Text(text));
+            return Ok(Content::Text(text));
         }
         let mut blocks = vec![harness_core::Block::text(text)];
         blocks.extend(images.into_iter().cloned().map(harness_core::Block::Image));
-        Ok(harness_core::Content::Blocks(blocks))
+        Ok(Content::Blocks(blocks))
     }
 }
 

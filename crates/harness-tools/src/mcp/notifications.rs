@@ -8,7 +8,7 @@
 use rmcp::model::{ClientRequest, LoggingLevel, SetLevelRequest, SetLevelRequestParams};
 use serde_json::Value;
 
-use super::{McpError, McpServer};
+use super::McpServer;
 
 /// A notification from a server.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,9 +61,9 @@ impl McpServer {
     /// # Errors
     /// [`McpError`] (configuration) for a level not in that list; otherwise from the
     /// handshake or the request.
-    pub async fn set_log_level(&self, level: &str) -> Result<(), McpError> {
+    pub async fn set_log_level(&self, level: &str) -> harness_core::Result<()> {
         let level: LoggingLevel = serde_json::from_value(Value::from(level)).map_err(|_| {
-            McpError::configuration(format!(
+            harness_core::Error::configuration(format!(
                 "unknown MCP log level {level:?}: use debug, info, notice, warning, error, \
                  critical, alert or emergency"
             ))
@@ -73,6 +73,7 @@ impl McpServer {
         self.request(request, "logging/setLevel", self.timeout)
             .await
             .map(drop)
+            .map_err(harness_core::Error::from)
     }
 }
 

@@ -58,7 +58,7 @@ pub struct Sampling {
 impl std::fmt::Debug for Sampling {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sampling")
-            .field("model", &self.model.name())
+            .field("model", &self.model.info().name())
             .finish_non_exhaustive()
     }
 }
@@ -184,7 +184,7 @@ fn result(
     };
     let model_id = response
         .model()
-        .map_or_else(|| model.model_id(), str::to_owned);
+        .map_or_else(|| model.info().model, str::to_owned);
     serde_json::from_value(json!({
         "role": "assistant",
         "content": {"type": "text", "text": response.content()},

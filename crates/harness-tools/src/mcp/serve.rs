@@ -9,6 +9,7 @@
 use std::sync::{Arc, RwLock};
 
 use harness_core::{
+    CallOptions,
     Block, Content, Ctx, ImageSource, LogLevel, ToolErrorKind, ToolUpdate, Toolbox,
 };
 use rmcp::model::{
@@ -94,7 +95,7 @@ impl McpToolServer {
     ///
     /// # Errors
     /// [`McpError`] when the handshake fails.
-    pub async fn serve_stdio(self) -> Result<(), McpError> {
+    pub async fn serve_stdio(self) -> harness_core::Result<()> {
         let (read, write) = rmcp::transport::stdio();
         self.serve_io(read, write).await
     }
@@ -104,7 +105,7 @@ impl McpToolServer {
     ///
     /// # Errors
     /// [`McpError`] when the handshake fails.
-    pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), McpError>
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> harness_core::Result<()>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -182,7 +183,7 @@ impl McpToolServer {
         if let Some(instructions) = &self.instructions {
             info = info.with_instructions(instructions.clone());
         }
-        let tools = self.toolbox.specs().iter().map(listed).collect();
+        let tools = self.toolbox.specs().iter().map(|spec| listed(spec)).collect();
         ToolboxHandler {
             toolbox: self.toolbox.clone(),
             info,
@@ -283,9 +284,8 @@ impl ServerHandler for ToolboxHandler {
         });
         let result = self
             .toolbox
-            .call_content_with_ctx(&name, arguments, &ctx)
+            .call(&name, arguments, CallOptions::new().with_ctx(ctx))
             .await;
-        drop(ctx);
         let _ = forward.await;
         Ok(match result {
             Ok(answer) => CallToolResult::success(blocks(&answer)).into(),

@@ -7,7 +7,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
+use harness_core::{Content, Ctx, ParametersBuilder, Tool, ToolError, ToolSpec};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::time::Instant;
@@ -115,7 +115,7 @@ pub fn shell_tool(workspace: &Workspace, config: ShellConfig) -> Arc<dyn Tool> {
     )
     .with_requires_approval(config.requires_approval);
     Arc::new(RunCommand {
-        spec,
+        spec: Arc::new(spec),
         workspace: workspace.clone(),
         config,
     })
@@ -132,7 +132,7 @@ const HELD_OPEN: &str =
 const READ_BUFFER: usize = 64 * 1024;
 
 struct RunCommand {
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
     workspace: Workspace,
     config: ShellConfig,
 }
@@ -148,11 +148,11 @@ enum Ending {
 
 #[async_trait::async_trait]
 impl Tool for RunCommand {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
         let Some(command) = arguments.get("command").and_then(Value::as_str) else {
             return Err(ToolError::invalid_arguments(
                 "missing field `command` (a string)",
@@ -216,11 +216,11 @@ impl Tool for RunCommand {
         match ending {
             Ending::Exited(status) => {
                 running.finished();
-                Ok(render(out, err, Some(status), None))
+                Ok(render(out, err, Some(status), None).into())
             }
             Ending::HeldOpen(status) => {
                 running.kill();
-                Ok(render(out, err, Some(status), Some(HELD_OPEN)))
+                Ok(render(out, err, Some(status), Some(HELD_OPEN)).into())
             }
             Ending::TimedOut => {
                 running.kill();
@@ -233,7 +233,8 @@ impl Tool for RunCommand {
                 Ok(match render_streams(out, err) {
                     Some(parts) => format!("{header}\n{parts}"),
                     None => header,
-                })
+                }
+                .into())
             }
         }
     }

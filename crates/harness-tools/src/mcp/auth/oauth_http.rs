@@ -13,13 +13,13 @@ pub(super) struct OAuthHttp {
 impl OAuthHttp {
     pub(super) fn new() -> Result<Self, McpError> {
         let build = |policy: reqwest::redirect::Policy| {
-            harness_providers::client_builder()
-                .map_err(|e| McpError::configuration(e.to_string()))?
+            harness_providers::rest::client_builder()
+                .map_err(|e| McpError::transport(e.to_string()))?
                 .redirect(policy)
                 .connect_timeout(Duration::from_secs(10))
                 .timeout(OAUTH_HTTP_TIMEOUT)
                 .build()
-                .map_err(|e| McpError::configuration(format!("cannot build the HTTP client: {e}")))
+                .map_err(|e| McpError::transport(format!("cannot build the HTTP client: {e}")))
         };
         Ok(Self {
             follow: build(reqwest::redirect::Policy::limited(5))?,

@@ -305,12 +305,12 @@ impl RedirectHandler for HeadlessRedirect {
     }
 
     async fn authorize(&self, authorization_url: &str) -> Result<OAuthCallback, McpError> {
-        let client = harness_providers::client_builder()
-            .map_err(|e| McpError::configuration(e.to_string()))?
+        let client = harness_providers::rest::client_builder()
+            .map_err(|e| McpError::transport(e.to_string()))?
             .redirect(reqwest::redirect::Policy::none())
             .timeout(OAUTH_HTTP_TIMEOUT)
             .build()
-            .map_err(|e| McpError::configuration(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| McpError::transport(format!("cannot build the HTTP client: {e}")))?;
         let response = client.get(authorization_url).send().await.map_err(|e| {
             authorization(format!(
                 "cannot reach the authorization endpoint: {}",

@@ -1,5 +1,5 @@
-//! TLS for every HTTP client of the workspace: rustls with the ring provider and the
-//! platform's root certificates, handed to reqwest as a built configuration.
+//! TLS for every HTTP client of the kit: rustls with the ring provider and the platform's
+//! root certificates, handed to reqwest as a built configuration.
 //!
 //! reqwest's own rustls default brings aws-lc-rs (a long C build) or, without it, needs a
 //! process-wide crypto provider installed; building the configuration here avoids both, and
@@ -9,9 +9,11 @@ use std::sync::{Arc, OnceLock};
 
 use harness_core::{Error, Result};
 
-/// A reqwest client builder with the workspace's TLS: what [`HttpClient`](crate::HttpClient)
-/// is built from, and what other crates of the workspace (web search, MCP over HTTP) start
-/// from so that every connection verifies certificates the same way.
+/// A reqwest client builder with the kit's TLS (rustls with the ring provider, the
+/// platform's root certificates, HTTP/2 and HTTP/1.1 offered; no process-wide crypto
+/// provider installed): what [`HttpClient`](super::HttpClient) is built from, for a vendor
+/// or a protocol of your own that needs reqwest itself (a client an SDK takes, a stream the
+/// kit does not read), so that every connection verifies certificates the same way.
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error when the TLS configuration

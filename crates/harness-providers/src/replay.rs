@@ -1,0 +1,90 @@
+//! Recorded vendor traffic read through the providers' own parsers, offline: a streamed body
+//! from a log or a test fixture, chunked however you like, or a whole JSON answer, read
+//! exactly as the provider reads a live one (the same checks, the same errors). For testing
+//! against recordings of your own. Feature `replay`.
+//!
+//! ```
+//! use deepharness_providers::replay::{Format, decode_answer, decode_stream};
+//! use serde_json::json;
+//!
+//! let answer = json!({"choices": [{"message": {"role": "assistant", "content": "hi"},
+//!     "finish_reason": "stop"}]});
+//! assert_eq!(decode_answer(Format::OpenAi, &answer)?.content(), "hi");
+//!
+//! let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n\
+//!     data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+//! let mut deltas = Vec::new();
+//! let turn = decode_stream(Format::OpenAi, body, 7, |event| deltas.push(event))?;
+//! assert_eq!(turn.content(), "hi");
+//! # Ok::<(), harness_core::Error>(())
+//! ```
+
+use harness_core::{CompletionResponse, LlmEvent, Result};
+use serde_json::Value;
+
+use crate::rest::{self, Vendor};
+
+/// A vendor's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// OpenAI Chat Completions (and every compatible gateway and local server).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini `generateContent`, and `streamGenerateContent?alt=sse` for a stream.
+    Gemini,
+}
+
+const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
+const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
+const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
+
+/// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
+/// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
+///
+/// # Errors
+/// As [`rest::decode`]: what the provider reports for the same bytes from a server.
+pub fn decode_stream(
+    format: Format,
+    body: &[u8],
+    chunk: usize,
+    emit: impl FnMut(LlmEvent),
+) -> Result<CompletionResponse> {
+    match format {
+        Format::OpenAi => rest::decode(
+            crate::openai::ChatAccumulator::new(OPENAI),
+            body,
+            chunk,
+            emit,
+        ),
+        Format::Anthropic => rest::decode(
+            crate::anthropic::MessagesAccumulator::new(ANTHROPIC),
+            body,
+            chunk,
+            emit,
+        ),
+        Format::Gemini => rest::decode(
+            crate::gemini::ContentAccumulator::new(GEMINI),
+            body,
+            chunk,
+            emit,
+        ),
+    }
+}
+
+/// Reads a non-streamed answer, as the vendor's provider reads one.
+///
+/// # Errors
+/// A provider error naming what a required part of the answer lacks, or the vendor's own
+/// error when the answer is one.
+pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionResponse> {
+    // Serialising a `Value` cannot fail: its keys are strings.
+    let bytes = serde_json::to_vec(answer).unwrap_or_default();
+    match format {
+        Format::OpenAi => crate::openai::ChatAccumulator::new(OPENAI).answer(&bytes),
+        Format::Anthropic => crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer(&bytes),
+        Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
+            .answer("/models/recorded:generateContent", &bytes),
+    }
+}
