@@ -303,6 +303,7 @@ impl FakeServer {
                 self.text(&json!(wrong), "for someone else");
                 self.text(&json!("not-yours"), "for someone else");
             }
+            "typed_id" => self.typed_id(id, arguments),
             "junk" => {
                 self.raw(b"a log line that is not JSON\n");
                 self.raw(b"\xff\xfe\xfd not UTF-8 at all\n");
@@ -364,6 +365,29 @@ impl FakeServer {
             "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
         }
+    }
+
+    /// Answers with ids of the wrong type first (`"7"`, `7.0` or `7e0` for request 7, as
+    /// `arguments.wrong` lists them), then with the right one.
+    fn typed_id(&self, id: &Value, arguments: &Value) {
+        let n = id.as_i64().unwrap();
+        let text = |id: &str, text: &str| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":\
+                 [{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
+            )
+        };
+        for wrong in arguments["wrong"].as_array().unwrap() {
+            let kind = wrong.as_str().unwrap();
+            let wrong = match kind {
+                "string" => format!("\"{n}\""),
+                "float" => format!("{n}.0"),
+                "exponent" => format!("{n}e0"),
+                other => panic!("no such wrong id: {other}"),
+            };
+            self.raw(text(&wrong, &format!("taken from the {kind} id")).as_bytes());
+        }
+        self.raw(text(&n.to_string(), "the right answer").as_bytes());
     }
 
     fn media(&self, id: &Value) {
@@ -630,6 +654,21 @@ async fn a_server_that_answers_only_with_wrong_ids_times_out_in_the_handshake() 
     let started = Instant::now();
     let err = server.connect().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
+}
+
+/// JSON-RPC ids match exactly: `"7"` does not answer request 7. It is skipped, and the call
+/// gets the answer with the right id that follows.
+#[tokio::test]
+async fn answers_with_an_id_of_the_wrong_type_are_skipped() {
+    let server = fake("tools");
+    for wrong in [json!(["string"])] {
+        let text = server
+            .call_with_timeout("typed_id", json!({"wrong": wrong}), Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(text, "the right answer", "wrong ids {wrong}");
+    }
+    server.close().await.unwrap();
 }
 
 #[tokio::test]

@@ -512,10 +512,11 @@ async fn handshake<T>(
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
-    let transport = SkipStrays::new(RouteProgress::new(
-        transport,
+    // Progress routes see only the replies that answer a request of this client.
+    let transport = RouteProgress::new(
+        SkipStrays::new(transport),
         Arc::clone(&handler.offers.progress),
-    ));
+    );
     match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
         Err(_) => Err(McpError::timeout(label, "initialize", timeout)),
         Ok(Err(e)) => Err(McpError::from_initialize(e, label)),
