@@ -4,7 +4,9 @@
 //! wrong ids meets the same timeout in the handshake as in any call.
 //!
 //! A reply's id must equal its request's exactly, as JSON-RPC says: `"7"` does not answer
-//! request 7 (rmcp would take it as the answer).
+//! request 7 (rmcp would take it as the answer). A number written `7.0` is read by rmcp as
+//! 7 before it gets here: the stdio reader skips it (see `lines`); over HTTP rmcp reads the
+//! body itself, so there it cannot be told from 7.
 
 use std::collections::HashSet;
 use std::future::Future;
