@@ -3,7 +3,7 @@
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Image, ImageSource, Llm,
     LlmEvent, Message, ModelInfo, ModelSettings, Request, Result, Role, Supports, Thinking,
-    TokenUsage, ToolCall, ToolChoice, ToolSpec, content::merge_blocks,
+    TokenUsage, ToolChoice, ToolSpec, content::merge_blocks,
 };
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
@@ -12,10 +12,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
-use crate::openai::call_from_text;
 use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
-use crate::wire::{Count, Parameters, Settings, Str, SystemText, Text, present};
+use crate::wire::{
+    Count, Parameters, Settings, Str, SystemText, Text, call_from_text, call_from_value, present,
+};
 
 const VERSION: &str = "2023-06-01";
 const PATH: &str = "/messages";
@@ -1012,7 +1013,9 @@ impl Accumulator for MessagesAccumulator<'_> {
                     // Input streamed as deltas wins; else what the block came with.
                     last_whole = whole.is_some() && arguments.trim().is_empty();
                     let call = match whole {
-                        Some(input) if arguments.trim().is_empty() => ToolCall::new(&name, input),
+                        Some(input) if arguments.trim().is_empty() => {
+                            call_from_value(&name, Some(input))
+                        }
                         _ => call_from_text(&name, &arguments, self.finish),
                     };
                     calls.push(if id.is_empty() {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::connection::{Connection, connection_setters};
 use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
-use crate::wire::{ContentText, Count, Few, Settings, SystemText, Text, present};
+use crate::wire::{ContentText, Count, Few, Settings, SystemText, Text, call_from_value, present};
 
 const NAME: &str = "Gemini";
 /// Who answers, as errors say it.
@@ -836,9 +836,8 @@ impl<'v> ContentAccumulator<'v> {
                 }
             }
             if let Some(call) = &part.function_call {
-                // No args is none; args that are not an object are kept as sent, not run.
-                let args = call.args.clone().unwrap_or(Value::Null);
-                let tool_call = ToolCall::new(call.name.as_deref().unwrap_or_default(), args);
+                let tool_call =
+                    call_from_value(call.name.as_deref().unwrap_or_default(), call.args.clone());
                 self.calls.push(match &call.id {
                     Some(id) => tool_call.with_id(id.to_string()),
                     None => tool_call,

@@ -18,7 +18,7 @@ use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
 use crate::wire::{
     ContentText, Count, DataUrl, DocumentUrl, Few, FewInto, JsonText, Parameters, Settings, Str,
-    Text, TextOrParts, present, push,
+    Text, TextOrParts, call_from_text, call_from_value, present, push,
 };
 
 const PATH: &str = "/chat/completions";
@@ -1114,16 +1114,6 @@ fn finish_reason(value: &str) -> FinishReason {
     }
 }
 
-/// A call whose arguments arrived as text; a turn cut at the output limit marks a call
-/// with no arguments yet as cut off, so it is not run on arguments the model never sent.
-pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason>) -> ToolCall {
-    let mut call = ToolCall::parse(name, text);
-    if finish == Some(FinishReason::Length) && text.trim().is_empty() {
-        call.raw_arguments = Some(String::new());
-    }
-    call
-}
-
 #[derive(Default)]
 struct CallSlot {
     index: usize,
@@ -1422,7 +1412,7 @@ impl Accumulator for ChatAccumulator<'_> {
                 // Some servers send the object itself; anything else is kept as sent.
                 let call = match slot.value {
                     Some(value) if slot.arguments.trim().is_empty() => {
-                        ToolCall::new(&slot.name, value)
+                        call_from_value(&slot.name, Some(value))
                     }
                     _ => call_from_text(&slot.name, &slot.arguments, finish),
                 };

@@ -4,11 +4,44 @@ use std::borrow::Cow;
 use std::fmt;
 
 use harness_core::{
-    Block, Content, Document, ImageSource, Message, ModelSettings, ReasoningLevel, Role, ToolChoice,
+    Block, Content, Document, FinishReason, ImageSource, Message, ModelSettings, ReasoningLevel,
+    Role, ToolCall, ToolChoice,
 };
 use serde_json::{Map, Value};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
+
+/// A tool call whose arguments arrived as JSON text (OpenAI's string, or a stream's
+/// fragments joined). Every vendor reads arguments by one rule, here and in
+/// [`call_from_value`]: empty, whitespace-only or `null` means no arguments (`{}`), which a
+/// tool without required parameters accepts; one JSON object is the arguments; anything else
+/// is kept in `raw_arguments` and never run. A turn cut at the output limit marks a call with
+/// no arguments yet as cut off, so it is not run on arguments the model never sent.
+pub(crate) fn call_from_text(name: &str, text: &str, finish: Option<FinishReason>) -> ToolCall {
+    // JSON's whitespace is ASCII.
+    let trimmed = text.trim_ascii();
+    if trimmed.is_empty() && finish == Some(FinishReason::Length) {
+        let mut call = ToolCall::new(name, Value::Object(Map::new()));
+        call.raw_arguments = Some(String::new());
+        return call;
+    }
+    if trimmed.is_empty() || trimmed == "null" {
+        return ToolCall::new(name, Value::Object(Map::new()));
+    }
+    ToolCall::parse(name, text)
+}
+
+/// A tool call whose arguments arrived as a JSON value (`None` when absent): Anthropic's
+/// `input`, Gemini's `args`, the object some OpenAI-compatible servers send in place of text.
+/// Absent or `null` is no arguments; a string is read as JSON text, by [`call_from_text`]'s
+/// rule; an object is the arguments; anything else is kept as sent, never run.
+pub(crate) fn call_from_value(name: &str, value: Option<Value>) -> ToolCall {
+    match value {
+        None | Some(Value::Null) => ToolCall::new(name, Value::Object(Map::new())),
+        Some(Value::String(text)) => call_from_text(name, &text, None),
+        Some(other) => ToolCall::new(name, other),
+    }
+}
 
 /// A JSON list read without a heap allocation for the common case of one element: stream
 /// chunks nearly always carry exactly one choice, one part, one tool-call fragment.

@@ -190,7 +190,8 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
 async fn rate_limited_spaces_calls_and_is_shared() {
     let model = Arc::new(
         ScriptedModel::new(vec![CompletionResponse::text("x"); 3])
-            .rate_limited(Duration::from_millis(50)),
+            .rate_limited(Duration::from_millis(50))
+            .with_burst(NonZeroU32::MIN),
     );
     assert_eq!(model.burst().get(), 1);
     let started = Instant::now();
@@ -223,6 +224,44 @@ async fn rate_limited_spaces_calls_and_is_shared() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// The default burst is the calls a second, rounded down, at least 1: at five a second, five
+/// calls go at once and the sixth waits its turn. The clock is tokio's, paused: the waits are
+/// exact, not the machine's.
+#[tokio::test(start_paused = true)]
+async fn rate_limited_lets_a_seconds_calls_go_at_once_by_default() {
+    let model = ScriptedModel::new(vec![CompletionResponse::text("x"); 6])
+        .rate_limited(Duration::from_millis(200));
+    assert_eq!(model.burst().get(), 5);
+    let started = tokio::time::Instant::now();
+    let five = (0..5).map(|_| model.generate(Request::new(&[])));
+    for answer in futures_util::future::join_all(five).await {
+        answer.unwrap();
+    }
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "one of the first five waited"
+    );
+    model.generate(Request::new(&[])).await.unwrap();
+    // About one interval; the bucket's own clock is the real one, so a little less.
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(50) && waited <= Duration::from_secs(1),
+        "{waited:?}"
+    );
+
+    let burst = |interval| {
+        ScriptedModel::new(Vec::<CompletionResponse>::new())
+            .rate_limited(interval)
+            .burst()
+            .get()
+    };
+    assert_eq!(burst(Duration::from_millis(300)), 3);
+    assert_eq!(burst(Duration::from_millis(100)), 10);
+    assert_eq!(burst(Duration::from_secs(1)), 1);
+    assert_eq!(burst(Duration::from_secs(5)), 1);
 }
 
 #[tokio::test]

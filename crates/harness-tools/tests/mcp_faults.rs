@@ -303,6 +303,8 @@ impl FakeServer {
                 self.text(&json!(wrong), "for someone else");
                 self.text(&json!("not-yours"), "for someone else");
             }
+            "typed_id" => self.typed_id(id, arguments),
+            "huge" => self.huge(id, arguments),
             "junk" => {
                 self.raw(b"a log line that is not JSON\n");
                 self.raw(b"\xff\xfe\xfd not UTF-8 at all\n");
@@ -363,6 +365,58 @@ impl FakeServer {
             // What the server saw, once any answers it waits for are in.
             "report" => self.report(id),
             other => self.text(id, &format!("called {other} with {arguments}")),
+        }
+    }
+
+    /// Answers with ids of the wrong type first (`"7"`, `7.0` or `7e0` for request 7, as
+    /// `arguments.wrong` lists them), then with the right one.
+    fn typed_id(&self, id: &Value, arguments: &Value) {
+        let n = id.as_i64().unwrap();
+        let text = |id: &str, text: &str| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":\
+                 [{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
+            )
+        };
+        for wrong in arguments["wrong"].as_array().unwrap() {
+            let kind = wrong.as_str().unwrap();
+            let wrong = match kind {
+                "string" => format!("\"{n}\""),
+                "float" => format!("{n}.0"),
+                "exponent" => format!("{n}e0"),
+                other => panic!("no such wrong id: {other}"),
+            };
+            self.raw(text(&wrong, &format!("taken from the {kind} id")).as_bytes());
+        }
+        self.raw(text(&n.to_string(), "the right answer").as_bytes());
+    }
+
+    /// One line of `arguments.bytes` bytes: an answer to this call with its id first or last,
+    /// or (`no_id`) one without an id, then the real answer.
+    fn huge(&self, id: &Value, arguments: &Value) {
+        let bytes = usize::try_from(arguments["bytes"].as_u64().unwrap()).unwrap();
+        let head = match arguments["shape"].as_str().unwrap() {
+            "id_first" => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":\
+                 [{{\"type\":\"text\",\"text\":\""
+            ),
+            "id_last" | "no_id" => "{\"jsonrpc\":\"2.0\",\"result\":{\"content\":\
+                 [{\"type\":\"text\",\"text\":\""
+                .to_owned(),
+            other => panic!("no such shape: {other}"),
+        };
+        let tail = match arguments["shape"].as_str().unwrap() {
+            "id_last" => format!("\"}}]}},\"id\":{id}}}\n"),
+            _ => "\"}]}}\n".to_owned(),
+        };
+        let filler = bytes - head.len() - tail.len();
+        let mut line = Vec::with_capacity(bytes);
+        line.extend_from_slice(head.as_bytes());
+        line.resize(head.len() + filler, b'x');
+        line.extend_from_slice(tail.as_bytes());
+        self.raw(&line);
+        if arguments["shape"] == "no_id" {
+            self.text(id, "after the huge line");
         }
     }
 
@@ -630,6 +684,87 @@ async fn a_server_that_answers_only_with_wrong_ids_times_out_in_the_handshake() 
     let started = Instant::now();
     let err = server.connect().await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
+}
+
+/// JSON-RPC ids match exactly: `"7"`, `7.0` or `7e0` do not answer request 7. Each is
+/// skipped, and the call gets the answer with the right id that follows.
+#[tokio::test]
+async fn answers_with_an_id_of_the_wrong_type_are_skipped() {
+    let server = fake("tools");
+    for wrong in [
+        json!(["string"]),
+        json!(["float"]),
+        json!(["exponent"]),
+        json!(["string", "float"]),
+    ] {
+        let text = server
+            .call_with_timeout("typed_id", json!({"wrong": wrong}), Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert_eq!(text, "the right answer", "wrong ids {wrong}");
+    }
+    server.close().await.unwrap();
+}
+
+/// One line over the 16 MiB limit answering a call fails that call at once, typed, with an
+/// error naming the limit, wherever the line's id is; the connection goes on.
+#[tokio::test]
+async fn an_answer_over_the_size_limit_fails_its_call_at_once() {
+    let server = fake("tools").with_name("big");
+    server.connect().await.unwrap();
+    for shape in ["id_first", "id_last"] {
+        let started = Instant::now();
+        let err = server
+            .call_with_timeout(
+                "huge",
+                json!({"bytes": 17 * 1024 * 1024, "shape": shape}),
+                Duration::from_secs(30),
+            )
+            .await
+            .unwrap_err();
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < Duration::from_secs(10),
+            "{shape}: took {elapsed:?}"
+        );
+        assert_eq!(err.kind(), McpErrorKind::Protocol, "{shape}: {err:?}");
+        assert!(err.message().contains("16 MiB"), "{shape}: {err}");
+        assert!(err.message().contains("16777216 bytes"), "{shape}: {err}");
+        assert!(err.message().contains("MCP server `big`"), "{shape}: {err}");
+        assert_eq!(
+            server.call("echo", json!({"after": shape})).await.unwrap(),
+            format!("called echo with {{\"after\":\"{shape}\"}}")
+        );
+    }
+    // A line of exactly the limit, its newline included, is within it.
+    let text = server
+        .call_with_timeout(
+            "huge",
+            json!({"bytes": 16 * 1024 * 1024, "shape": "id_first"}),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert!(text.len() > 16 * 1024 * 1024 - 100, "{}", text.len());
+    assert!(text.bytes().all(|b| b == b'x'));
+    server.close().await.unwrap();
+}
+
+/// A line over the limit that names no request is skipped; the call it came during gets the
+/// answer that follows.
+#[tokio::test]
+async fn a_line_over_the_size_limit_without_an_id_is_skipped() {
+    let server = fake("tools");
+    let text = server
+        .call_with_timeout(
+            "huge",
+            json!({"bytes": 17 * 1024 * 1024, "shape": "no_id"}),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text, "after the huge line");
+    server.close().await.unwrap();
 }
 
 #[tokio::test]

@@ -132,8 +132,11 @@ impl Budget {
                 "Budget's {what} limit must be at least 1 when set, got 0"
             )))
         };
+        // Steps are always set, so their message has no "when set".
         if self.steps == 0 {
-            return zero("steps");
+            return Err(Error::configuration(
+                "Budget's steps must be at least 1, got 0",
+            ));
         }
         for (limit, what) in [
             (self.input_tokens, "input_tokens"),
@@ -159,9 +162,10 @@ mod tests {
     fn zero_limits_are_configuration_errors() {
         assert!(Budget::new().validate().is_ok());
         let err = Budget::new().with_steps(0).validate().unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Budget's steps limit must be at least 1 when set, got 0"
+        assert_eq!(err.kind(), crate::ErrorKind::Configuration);
+        assert!(
+            err.to_string().contains("steps must be at least 1"),
+            "{err}"
         );
         let err = Budget::new().with_total_tokens(0).validate().unwrap_err();
         assert!(err.to_string().starts_with("Budget's total_tokens limit"));

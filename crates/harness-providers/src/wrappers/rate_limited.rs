@@ -26,20 +26,23 @@ pub struct RateLimited<M> {
 
 impl<M: Llm> RateLimited<M> {
     /// At most one call every `interval` (`Duration::from_millis(500)` is two a second; a
-    /// zero interval does not limit), one at a time.
+    /// zero interval does not limit), as many at once as the rate allows in a second
+    /// (see [`RateLimited::with_burst`]).
     pub fn new(inner: M, interval: Duration) -> Self {
+        let burst = default_burst(interval);
         Self {
             inner: Arc::new(inner),
             interval,
-            burst: NonZeroU32::MIN,
+            burst,
             bucket: Mutex::new(Bucket {
-                tokens: 1.0,
+                tokens: f64::from(burst.get()),
                 refreshed: Instant::now(),
             }),
         }
     }
 
-    /// Sets how many calls may go at once after a pause (default 1).
+    /// Sets how many calls may go at once after a pause (default: the calls per second,
+    /// rounded down, at least 1; `Duration::from_millis(200)`, five a second, lets five go).
     #[must_use]
     pub fn with_burst(mut self, burst: NonZeroU32) -> Self {
         self.burst = burst;
@@ -86,6 +89,17 @@ impl<M: Llm> RateLimited<M> {
         bucket.tokens -= 1.0;
         Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX)
     }
+}
+
+/// `max(1, floor(calls per second))`, counted in whole nanoseconds so the floor is exact (a
+/// float division can land just under a whole rate).
+fn default_burst(interval: Duration) -> NonZeroU32 {
+    let per_second = match interval.as_nanos() {
+        0 => u128::MAX,
+        nanos => Duration::from_secs(1).as_nanos() / nanos,
+    };
+    let per_second = u32::try_from(per_second).unwrap_or(u32::MAX);
+    NonZeroU32::new(per_second).unwrap_or(NonZeroU32::MIN)
 }
 
 #[async_trait::async_trait]

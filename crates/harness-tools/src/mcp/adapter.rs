@@ -100,7 +100,8 @@ fn answer(id: &RequestId, result: Value) -> ServerJsonRpcMessage {
     })
 }
 
-fn refusal(id: &RequestId, error: &McpError) -> ServerJsonRpcMessage {
+/// An error answer to request `id` that carries `error`'s kind and message through rmcp.
+pub(crate) fn refusal(id: &RequestId, error: &McpError) -> ServerJsonRpcMessage {
     ServerJsonRpcMessage::error(
         ErrorData {
             code: ErrorCode::INTERNAL_ERROR,

@@ -36,6 +36,7 @@ use serde_json::Value;
 
 use super::adapter::Adapter;
 use super::elicitation::{self, Asked, Elicitor, WaitingRuns};
+use super::lines::{Lines, MAX_LINE};
 use super::notifications::{self, McpNotification, Notify};
 use super::progress::{ProgressRoutes, RouteProgress};
 use super::sampling::Sampling;
@@ -454,19 +455,17 @@ impl Connection {
     }
 }
 
+/// A stdio server's stdout and stdin as an rmcp transport.
+type StdioTransport =
+    AsyncRwTransport<RoleClient, Lines<tokio::process::ChildStdout>, tokio::process::ChildStdin>;
+
 /// Starts the server in a process group of its own, its stdout and stdin the transport and
 /// its stderr this process's (inherited: a full pipe can never block it).
 fn spawn(
     command: &[OsString],
     env: &[(OsString, OsString)],
     label: &str,
-) -> Result<
-    (
-        ProcessGroup,
-        AsyncRwTransport<RoleClient, tokio::process::ChildStdout, tokio::process::ChildStdin>,
-    ),
-    McpError,
-> {
+) -> Result<(ProcessGroup, StdioTransport), McpError> {
     let Some((program, args)) = command.split_first() else {
         return Err(McpError::new(
             "an MCP stdio server needs a command to run; pass the program and its arguments",
@@ -495,7 +494,11 @@ fn spawn(
     let stdout = child.stdout.take();
     let group = ProcessGroup { child, pgid };
     match (stdout, stdin) {
-        (Some(stdout), Some(stdin)) => Ok((group, AsyncRwTransport::new_client(stdout, stdin))),
+        (Some(stdout), Some(stdin)) => Ok((
+            group,
+            AsyncRwTransport::new_client(Lines::new(stdout, label), stdin)
+                .with_max_line_length(MAX_LINE),
+        )),
         _ => Err(McpError::transport(format!(
             "MCP server `{label}` started without its stdin and stdout pipes"
         ))),
@@ -512,10 +515,11 @@ async fn handshake<T>(
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
-    let transport = SkipStrays::new(RouteProgress::new(
-        transport,
+    // Progress routes see only the replies that answer a request of this client.
+    let transport = RouteProgress::new(
+        SkipStrays::new(transport),
         Arc::clone(&handler.offers.progress),
-    ));
+    );
     match tokio::time::timeout(timeout, rmcp::serve_client(handler, transport)).await {
         Err(_) => Err(McpError::timeout(label, "initialize", timeout)),
         Ok(Err(e)) => Err(McpError::from_initialize(e, label)),

@@ -14,6 +14,7 @@ mod connection;
 mod content;
 mod elicitation;
 mod error;
+mod lines;
 mod names;
 mod notifications;
 mod progress;

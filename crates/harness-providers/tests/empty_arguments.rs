@@ -1,0 +1,368 @@
+//! Tool calls with no arguments, in each form a vendor or a compatible server sends them:
+//! the arguments absent, `null`, the text `"null"`, `""`, or whitespace. Every vendor, streamed
+//! or not, reads each as no arguments (`{}`), which a tool without required parameters
+//! accepts; anything else that is not one JSON object is still kept as sent, never run.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use harness_core::{Agent, CompletionResponse, Llm, Role, StopReason};
+use harness_providers::{Anthropic, Gemini, OpenAi, StreamFormat, decode_stream, parse};
+use serde_json::{Map, Value, json};
+use support::{Reply, Server};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Vendor {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+
+/// How a call's arguments are sent.
+#[derive(Clone, Copy, Debug)]
+enum Args {
+    /// No arguments key at all.
+    Absent,
+    /// The JSON value `null`.
+    Null,
+    /// This text: a JSON string where the vendor sends a value, the fragments of a stream
+    /// where it streams text (split in two, so a reader must join them).
+    Text(&'static str),
+}
+
+const NO_ARGUMENTS: [Args; 5] = [
+    Args::Absent,
+    Args::Null,
+    Args::Text("null"),
+    Args::Text(""),
+    Args::Text(" \n\t "),
+];
+
+/// Texts that are not one JSON object and are not "no arguments".
+const NOT_AN_OBJECT: [&str; 6] = ["nul", "\"null\"", "[]", "5", "{\"a\": ", "null null"];
+
+impl Args {
+    /// The arguments as a JSON value, `None` when absent.
+    fn value(self) -> Option<Value> {
+        match self {
+            Self::Absent => None,
+            Self::Null => Some(Value::Null),
+            Self::Text(text) => Some(Value::from(text)),
+        }
+    }
+
+    /// The text fragments a stream sends.
+    fn pieces(self) -> Vec<&'static str> {
+        match self {
+            Self::Text(text) => {
+                let (head, tail) = text.split_at(text.len() / 2);
+                vec![head, tail]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `object` with `key` set to `value`, or without it.
+fn with(mut object: Value, key: &str, value: Option<Value>) -> Value {
+    if let Some(value) = value {
+        object[key] = value;
+    }
+    object
+}
+
+impl Vendor {
+    fn format(self) -> StreamFormat {
+        match self {
+            Self::OpenAi => StreamFormat::OpenAi,
+            Self::Anthropic => StreamFormat::Anthropic,
+            Self::Gemini => StreamFormat::Gemini,
+        }
+    }
+
+    fn event(self, data: &Value) -> String {
+        match self {
+            Self::OpenAi => format!("data: {data}\n\n"),
+            Self::Anthropic => format!(
+                "event: {}\ndata: {data}\n\n",
+                data["type"].as_str().unwrap()
+            ),
+            Self::Gemini => format!("data: {data}\r\n\r\n"),
+        }
+    }
+
+    /// A non-streamed turn with one call of `now`.
+    fn answer(self, args: Args) -> Value {
+        match self {
+            Self::OpenAi => {
+                let function = with(json!({"name": "now"}), "arguments", args.value());
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
+                    "index": 0, "finish_reason": "tool_calls", "message": {
+                        "role": "assistant", "content": null, "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": function}]}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
+            }
+            Self::Anthropic => {
+                let block = with(
+                    json!({"type": "tool_use", "id": "toolu_1", "name": "now"}),
+                    "input",
+                    args.value(),
+                );
+                json!({"id": "msg_1", "type": "message", "role": "assistant",
+                    "content": [block], "stop_reason": "tool_use",
+                    "usage": {"input_tokens": 5, "output_tokens": 3}})
+            }
+            Self::Gemini => {
+                let call = with(json!({"name": "now"}), "args", args.value());
+                json!({"candidates": [{"content": {"role": "model", "parts": [
+                    {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
+            }
+        }
+    }
+
+    /// A streamed turn with one call of `now`, its arguments as the vendor streams them:
+    /// OpenAI's and Anthropic's text in fragments (Anthropic's block opening with the `{}`
+    /// placeholder it sends), a `null` or no arguments in the call's first event; Gemini's
+    /// value whole in one chunk.
+    fn stream(self, args: Args) -> String {
+        let events: Vec<Value> = match self {
+            Self::OpenAi => {
+                let mut function = json!({"name": "now"});
+                if let Args::Null = args {
+                    function["arguments"] = Value::Null;
+                }
+                let mut events = vec![json!({"choices": [{"index": 0, "delta": {
+                    "role": "assistant", "content": null, "tool_calls": [{"index": 0,
+                    "id": "call_1", "type": "function", "function": function}]},
+                    "finish_reason": null}]})];
+                for piece in args.pieces() {
+                    events.push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                        {"index": 0, "function": {"arguments": piece}}]},
+                        "finish_reason": null}]}));
+                }
+                events.push(json!({"choices": [
+                    {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+                events
+            }
+            Self::Anthropic => {
+                let input = match args {
+                    Args::Absent => None,
+                    Args::Null => Some(Value::Null),
+                    Args::Text(_) => Some(json!({})),
+                };
+                let block = with(
+                    json!({"type": "tool_use", "id": "toolu_1", "name": "now"}),
+                    "input",
+                    input,
+                );
+                let mut events = vec![
+                    json!({"type": "message_start", "message": {"id": "msg_1",
+                        "type": "message", "role": "assistant", "content": [], "model": "m",
+                        "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+                    json!({"type": "content_block_start", "index": 0, "content_block": block}),
+                ];
+                for piece in args.pieces() {
+                    events.push(json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": piece}}));
+                }
+                events.extend([
+                    json!({"type": "content_block_stop", "index": 0}),
+                    json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                        "usage": {"output_tokens": 3}}),
+                    json!({"type": "message_stop"}),
+                ]);
+                events
+            }
+            Self::Gemini => vec![self.answer(args)],
+        };
+        let mut body: String = events.iter().map(|event| self.event(event)).collect();
+        if self == Self::OpenAi {
+            body.push_str("data: [DONE]\n\n");
+        }
+        body
+    }
+
+    /// The turn read as the vendor's provider reads it.
+    fn read(self, args: Args, streamed: bool) -> CompletionResponse {
+        if streamed {
+            let body = self.stream(args);
+            decode_stream(self.format(), body.as_bytes(), 7, |_| {}).unwrap()
+        } else {
+            let answer = self.answer(args);
+            match self {
+                Self::OpenAi => parse::openai(&answer),
+                Self::Anthropic => parse::anthropic(&answer),
+                Self::Gemini => parse::gemini(&answer),
+            }
+            .unwrap()
+        }
+    }
+
+    fn model(self, url: &str) -> Box<dyn Llm> {
+        match self {
+            Self::OpenAi => Box::new(
+                OpenAi::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Anthropic => Box::new(
+                Anthropic::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Gemini => Box::new(
+                Gemini::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+        }
+    }
+
+    fn streams(self, request: &support::Request) -> bool {
+        match self {
+            Self::Gemini => request.target.contains("streamGenerateContent"),
+            _ => request.json()["stream"] == json!(true),
+        }
+    }
+
+    /// A non-streamed text answer.
+    fn text_answer(self, text: &str) -> Value {
+        match self {
+            Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop"}]}),
+            Self::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 5, "output_tokens": 3}}),
+            Self::Gemini => json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+        }
+    }
+
+    /// A streamed text answer.
+    fn text_stream(self, text: &str) -> String {
+        let events = match self {
+            Self::OpenAi => vec![
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                    "finish_reason": null}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            ],
+            Self::Anthropic => vec![
+                json!({"type": "message_start", "message": {"id": "msg_2", "type": "message",
+                    "role": "assistant", "content": [], "model": "m",
+                    "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": text}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 3}}),
+                json!({"type": "message_stop"}),
+            ],
+            Self::Gemini => vec![self.text_answer(text)],
+        };
+        let mut body: String = events.iter().map(|event| self.event(event)).collect();
+        if self == Self::OpenAi {
+            body.push_str("data: [DONE]\n\n");
+        }
+        body
+    }
+}
+
+#[test]
+fn every_vendor_reads_absent_null_and_blank_arguments_as_none() {
+    for vendor in VENDORS {
+        for streamed in [false, true] {
+            for args in NO_ARGUMENTS {
+                let case = format!("{vendor:?}, streamed: {streamed}, {args:?}");
+                let response = vendor.read(args, streamed);
+                let calls = response.tool_calls();
+                assert_eq!(calls.len(), 1, "{case}: {calls:?}");
+                let call = &calls[0];
+                assert_eq!(call.name, "now", "{case}");
+                assert_eq!(call.arguments, Map::new(), "{case}");
+                assert_eq!(call.raw_arguments, None, "{case}: refused");
+                assert_eq!(call.arguments_error(), None, "{case}");
+                assert_eq!(call.arguments_text(), "{}", "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn arguments_that_are_not_one_object_are_still_kept_as_sent() {
+    for vendor in VENDORS {
+        for streamed in [false, true] {
+            for text in NOT_AN_OBJECT {
+                let case = format!("{vendor:?}, streamed: {streamed}, {text:?}");
+                let response = vendor.read(Args::Text(text), streamed);
+                let call = &response.tool_calls()[0];
+                assert_eq!(call.raw_arguments.as_deref(), Some(text), "{case}");
+                assert_eq!(call.arguments, Map::new(), "{case}");
+                assert!(call.arguments_error().is_some(), "{case}");
+            }
+        }
+    }
+}
+
+/// What time it is.
+#[harness_core::tool]
+fn now() -> String {
+    "noon".to_owned()
+}
+
+/// Over loopback, through an agent: a call of a tool without parameters whose arguments are
+/// the text `null` runs, and the model reads its result.
+#[tokio::test]
+async fn an_agent_runs_a_call_without_parameters_sent_with_null_arguments() {
+    for vendor in VENDORS {
+        for streamed in [false, true] {
+            let case = format!("{vendor:?}, streamed: {streamed}");
+            let server = Server::start(move |i, request| {
+                let streams = vendor.streams(request);
+                match (i, streams) {
+                    (0, true) => Reply::sse(vendor.stream(Args::Text("null"))),
+                    (0, false) => Reply::json(200, vendor.answer(Args::Text("null")).to_string()),
+                    (_, true) => Reply::sse(vendor.text_stream("It is noon.")),
+                    (_, false) => Reply::json(200, vendor.text_answer("It is noon.").to_string()),
+                }
+            })
+            .await;
+            let agent = Agent::builder(vendor.model(&server.url))
+                .tool(Now)
+                .build()
+                .unwrap();
+            let state = if streamed {
+                let mut events = agent.stream_events("What time is it?");
+                let mut last = None;
+                while let Some(event) = futures_util::StreamExt::next(&mut events).await {
+                    last = Some(event.unwrap());
+                }
+                match last {
+                    Some(harness_core::AgentEvent::Finished(state)) => *state,
+                    other => panic!("{case}: the run did not finish: {other:?}"),
+                }
+            } else {
+                agent.run("What time is it?").await.unwrap()
+            };
+            assert_eq!(state.stop_reason, StopReason::Answer, "{case}");
+            assert_eq!(state.output_text(), "It is noon.", "{case}");
+            let result = state
+                .messages
+                .iter()
+                .find(|m| m.role == Role::Tool)
+                .unwrap_or_else(|| panic!("{case}: no tool result"));
+            assert_eq!(result.content.text(), "noon", "{case}");
+        }
+    }
+}
