@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::run_error::RunError;
 use super::state::AgentState;
 
 /// One thing a run did, as [`Agent::stream`](crate::Agent::stream) reports it.
@@ -60,3 +61,6 @@ pub enum AgentEvent {
     /// The run is over; the state is its result.
     Finished(Box<AgentState>),
 }
+
+/// What a watched run's stream carries: its events, or the error that ended it.
+pub(crate) type Item = Result<AgentEvent, RunError>;

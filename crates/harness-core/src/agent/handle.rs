@@ -11,8 +11,7 @@ use super::permissions::Permissions;
 use super::report::Events;
 use super::run_error::RunError;
 use super::state::AgentState;
-use super::stream::{RunStream, events};
-use crate::error::{Error, Result};
+use super::stream::{RunStream, blocking_runtime, events};
 use crate::response::TokenUsage;
 use crate::tool::{ToolSpec, Toolbox};
 
@@ -186,18 +185,4 @@ fn tool_mode(input: &RunInput<'_>) -> ToolMode {
     } else {
         ToolMode::Concurrent
     }
-}
-
-/// A runtime for a blocking call, refused inside a runtime (where blocking would stall it).
-pub(crate) fn blocking_runtime() -> Result<tokio::runtime::Runtime> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::configuration(
-            "a blocking form was called inside an async runtime, where it would stall it; use \
-             the async form there (agent.run(input).await, or poll agent.stream(input))",
-        ));
-    }
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::configuration(format!("cannot start a runtime for the run: {e}")))
 }

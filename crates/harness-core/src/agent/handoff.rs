@@ -16,7 +16,7 @@ use futures_core::Stream;
 use futures_util::StreamExt as _;
 
 use super::events::AgentEvent;
-use super::report::Item as RunItem;
+use super::events::Item as RunItem;
 use crate::channel::ChannelStream;
 use crate::error::Result;
 use crate::llm::{BoxStream, LlmEvent};

@@ -3,16 +3,12 @@
 
 use std::sync::Arc;
 
-use super::events::AgentEvent;
+use super::events::{AgentEvent, Item};
 use super::handoff::Handoff;
 use super::journal::Journal;
-use super::run_error::RunError;
 use crate::channel::Emitter;
 use crate::message::ToolCall;
 use crate::tool::{Ctx, ToolUpdate, UpdateSink};
-
-/// What a watched run's stream carries.
-pub(crate) type Item = Result<AgentEvent, RunError>;
 
 /// Where the loop reports, and what its steps go through.
 pub(crate) struct Events<'a> {

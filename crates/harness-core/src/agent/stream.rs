@@ -10,14 +10,14 @@ use futures_core::Stream;
 use futures_util::StreamExt as _;
 
 use super::events::AgentEvent;
-use super::handle::blocking_runtime;
 use super::handoff::{Handoff, WatchedRun};
 use super::inner::{AgentInner, ToolMode};
 use super::input::RunInput;
-use super::report::{Events, Item};
+use super::events::Item;
+use super::report::Events;
 use super::run_error::RunError;
 use crate::channel::channel_stream;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::llm::BoxStream;
 
 /// A run as it happens: what [`Agent::stream`](crate::Agent::stream) returns.
@@ -142,4 +142,18 @@ impl<T> std::fmt::Debug for BlockingIter<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("BlockingIter")
     }
+}
+
+/// A runtime for a blocking call, refused inside a runtime (where blocking would stall it).
+pub(crate) fn blocking_runtime() -> Result<tokio::runtime::Runtime> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::configuration(
+            "a blocking form was called inside an async runtime, where it would stall it; use \
+             the async form there (agent.run(input).await, or poll agent.stream(input))",
+        ));
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::configuration(format!("cannot start a runtime for the run: {e}")))
 }
