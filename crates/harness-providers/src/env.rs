@@ -46,9 +46,9 @@ const OWN_FORMATS: &[(&str, &str, &str)] = &[
 /// Every provider that a key in the environment selects, in the order they are preferred:
 /// `(variable, provider, model)`.
 fn keyed() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
-    let hosted = SERVICES.iter().filter_map(|service| {
-        Some((service.key_var?, service.id, service.default_model?))
-    });
+    let hosted = SERVICES
+        .iter()
+        .filter_map(|service| Some((service.key_var?, service.id, service.default_model?)));
     // OpenAI first, then the vendors of their own formats, then the other services.
     hosted
         .clone()
@@ -237,7 +237,10 @@ mod tests {
     #[test]
     fn specs_name_a_provider_and_a_model() {
         assert_eq!(
-            model_from_spec("test").map(|m| m.info().name()).ok().as_deref(),
+            model_from_spec("test")
+                .map(|m| m.info().name())
+                .ok()
+                .as_deref(),
             Some("test:test")
         );
         let model = model_from_spec("groq:llama-3.3-70b-versatile").map(|m| m.info().name());
@@ -260,7 +263,15 @@ mod tests {
     fn nothing_configured_names_every_place_looked() {
         let text = looked_for();
         let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
-        assert_eq!(&keys[..4], ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"]);
+        assert_eq!(
+            &keys[..4],
+            [
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "GEMINI_API_KEY",
+                "GOOGLE_API_KEY"
+            ]
+        );
         assert_eq!(keys.len(), 12);
         for var in keys {
             assert!(text.contains(var), "{text}");

@@ -37,8 +37,8 @@ pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_sp
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};
 pub use presets::{
-    Cerebras, DeepSeek, Fireworks, Groq, LlamaCpp, LmStudio, Mistral, Ollama, OpenRouter,
-    Together, Vllm, Xai,
+    Cerebras, DeepSeek, Fireworks, Groq, LlamaCpp, LmStudio, Mistral, Ollama, OpenRouter, Together,
+    Vllm, Xai,
 };
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};

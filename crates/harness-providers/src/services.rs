@@ -128,7 +128,11 @@ mod tests {
                 service.id
             );
             if let Some(port) = service.local_port {
-                assert!(service.base_url.contains(&format!(":{port}/")), "{}", service.id);
+                assert!(
+                    service.base_url.contains(&format!(":{port}/")),
+                    "{}",
+                    service.id
+                );
                 assert!(service.key_var.is_none() && service.default_model.is_none());
             } else {
                 assert!(service.key_var.is_some() && service.default_model.is_some());

@@ -7,9 +7,9 @@ use harness_core::{
     Block, Content, Document, FinishReason, ImageSource, Message, ModelSettings, ReasoningLevel,
     Role, ToolCall, ToolChoice,
 };
-use serde_json::{Map, Value};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 /// A tool call whose arguments arrived as JSON text (OpenAI's string, or a stream's
 /// fragments joined). Every vendor reads arguments by one rule, here and in

@@ -91,7 +91,10 @@ mod tests {
         assert_eq!(merged(target, patch), json!({"a": "z", "c": {"d": "e"}}));
         // An object patch over a scalar makes an object; an array is replaced whole.
         assert_eq!(
-            merged(json!({"a": 1, "b": [1, 2]}), json!({"a": {"x": 1}, "b": [3]})),
+            merged(
+                json!({"a": 1, "b": [1, 2]}),
+                json!({"a": {"x": 1}, "b": [3]})
+            ),
             json!({"a": {"x": 1}, "b": [3]})
         );
         // A null for a key that is not there changes nothing.

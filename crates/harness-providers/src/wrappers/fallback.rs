@@ -122,41 +122,46 @@ impl Llm for Fallback {
             emitted: false,
             done: false,
         };
-        Box::pin(futures_util::stream::unfold(start, |mut state| async move {
-            loop {
-                if state.done {
-                    return None;
-                }
-                let stream = match &mut state.current {
-                    Some(stream) => stream,
-                    None => {
-                        let model = Arc::clone(&state.this.models[state.next]);
-                        state.next += 1;
-                        state.current.insert(model.stream(state.request.as_request()))
+        Box::pin(futures_util::stream::unfold(
+            start,
+            |mut state| async move {
+                loop {
+                    if state.done {
+                        return None;
                     }
-                };
-                match stream.next().await {
-                    Some(Ok(event)) => {
-                        state.emitted = true;
-                        return Some((Ok(event), state));
-                    }
-                    Some(Err(e)) if !state.emitted && (state.this.on)(&e) => {
-                        if state.next < state.this.models.len() {
-                            state.current = None;
-                            continue;
+                    let stream = match &mut state.current {
+                        Some(stream) => stream,
+                        None => {
+                            let model = Arc::clone(&state.this.models[state.next]);
+                            state.next += 1;
+                            state
+                                .current
+                                .insert(model.stream(state.request.as_request()))
                         }
-                        state.done = true;
-                        let error = state.this.exhausted(&e);
-                        return Some((Err(error), state));
+                    };
+                    match stream.next().await {
+                        Some(Ok(event)) => {
+                            state.emitted = true;
+                            return Some((Ok(event), state));
+                        }
+                        Some(Err(e)) if !state.emitted && (state.this.on)(&e) => {
+                            if state.next < state.this.models.len() {
+                                state.current = None;
+                                continue;
+                            }
+                            state.done = true;
+                            let error = state.this.exhausted(&e);
+                            return Some((Err(error), state));
+                        }
+                        Some(Err(e)) => {
+                            state.done = true;
+                            return Some((Err(e), state));
+                        }
+                        None => return None,
                     }
-                    Some(Err(e)) => {
-                        state.done = true;
-                        return Some((Err(e), state));
-                    }
-                    None => return None,
                 }
-            }
-        }))
+            },
+        ))
     }
 
     /// The first model's, holding it to an output schema only when every model of the

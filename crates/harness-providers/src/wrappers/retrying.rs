@@ -91,39 +91,43 @@ impl<M: Llm> Llm for Retrying<M> {
             emitted: false,
             current: None,
         };
-        Box::pin(futures_util::stream::unfold(start, |mut state| async move {
-            loop {
-                let stream = match &mut state.current {
-                    Some(stream) => stream,
-                    None => {
-                        if state.calls > 0 {
-                            state.this.pause(state.calls).await;
+        Box::pin(futures_util::stream::unfold(
+            start,
+            |mut state| async move {
+                loop {
+                    let stream = match &mut state.current {
+                        Some(stream) => stream,
+                        None => {
+                            if state.calls > 0 {
+                                state.this.pause(state.calls).await;
+                            }
+                            state.calls += 1;
+                            let asked =
+                                Arc::clone(&state.this.inner).stream(state.request.as_request());
+                            state.current.insert(asked)
                         }
-                        state.calls += 1;
-                        let asked = Arc::clone(&state.this.inner).stream(state.request.as_request());
-                        state.current.insert(asked)
+                    };
+                    match stream.next().await {
+                        Some(Ok(LlmEvent::Completed(response)))
+                            if !state.emitted
+                                && is_empty(&response)
+                                && state.calls < state.this.attempts =>
+                        {
+                            state.current = None;
+                        }
+                        Some(Ok(LlmEvent::Completed(response))) => {
+                            state.current = Some(Box::pin(futures_util::stream::empty()));
+                            return Some((Ok(LlmEvent::Completed(response)), state));
+                        }
+                        Some(item) => {
+                            state.emitted = true;
+                            return Some((item, state));
+                        }
+                        None => return None,
                     }
-                };
-                match stream.next().await {
-                    Some(Ok(LlmEvent::Completed(response)))
-                        if !state.emitted
-                            && is_empty(&response)
-                            && state.calls < state.this.attempts =>
-                    {
-                        state.current = None;
-                    }
-                    Some(Ok(LlmEvent::Completed(response))) => {
-                        state.current = Some(Box::pin(futures_util::stream::empty()));
-                        return Some((Ok(LlmEvent::Completed(response)), state));
-                    }
-                    Some(item) => {
-                        state.emitted = true;
-                        return Some((item, state));
-                    }
-                    None => return None,
                 }
-            }
-        }))
+            },
+        ))
     }
 
     /// The model underneath's.
