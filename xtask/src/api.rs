@@ -80,24 +80,14 @@ impl Options {
 
 pub(crate) fn api(args: &[String]) -> Result<(), String> {
     let options = Options::parse(args)?;
+    let root = fs::canonicalize(".").map_err(|e| format!("api: the workspace root: {e}"))?;
     let (packages, target) = metadata()?;
     check_toolchain()?;
-    let tool = install_tool()?;
-    let root = fs::canonicalize(".").map_err(|e| format!("api: the workspace root: {e}"))?;
-
-    let mut apis = Vec::new();
-    for package in &packages {
-        let json = rustdoc_json(package, &target)?;
-        let lines = public_api(&tool, &json, &package.name)?;
-        if let Some(line) = lines.iter().find(|l| l.contains(&*root.to_string_lossy())) {
-            return Err(format!(
-                "api: {}'s API names an absolute path, which would differ on every machine: \
-                 {line}",
-                package.name
-            ));
-        }
-        apis.push((package.name.as_str(), lines));
-    }
+    let tool = install_tool(&root)?;
+    let apis = packages
+        .iter()
+        .map(|p| Ok((p.name.as_str(), package_api(&tool, p, &target, &root)?)))
+        .collect::<Result<Vec<_>, String>>()?;
 
     let result = if options.bless {
         bless(&apis)
@@ -108,6 +98,26 @@ pub(crate) fn api(args: &[String]) -> Result<(), String> {
         print!("{}", counts(&apis));
     }
     result
+}
+
+/// One package's public API, as its snapshot holds it.
+fn package_api(
+    tool: &Path,
+    package: &Package,
+    target: &Path,
+    root: &Path,
+) -> Result<Vec<String>, String> {
+    let json = rustdoc_json(package, target)?;
+    let lines = public_api(tool, &json, &package.name)?;
+    let root = root.to_string_lossy();
+    match lines.iter().find(|l| l.contains(&*root)) {
+        Some(line) => Err(format!(
+            "api: {}'s API names the absolute path {root}, which differs from machine to \
+             machine, in: {line}",
+            package.name
+        )),
+        None => Ok(lines),
+    }
 }
 
 /// The publishable packages and the target directory, from `cargo metadata`.
@@ -179,12 +189,8 @@ fn check_toolchain() -> Result<(), String> {
 
 /// cargo-public-api `TOOL_VERSION` in `target/tools`, installed there when absent or of
 /// another version.
-fn install_tool() -> Result<PathBuf, String> {
-    let bin = fs::canonicalize(".")
-        .map_err(|e| format!("api: the workspace root: {e}"))?
-        .join(TOOLS)
-        .join("bin")
-        .join("cargo-public-api");
+fn install_tool(root: &Path) -> Result<PathBuf, String> {
+    let bin = root.join(TOOLS).join("bin").join("cargo-public-api");
     if installed_version(&bin).as_deref() == Some(TOOL_VERSION) {
         return Ok(bin);
     }
