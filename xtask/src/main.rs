@@ -20,9 +20,13 @@
 //! - `fuzz`: the seeded property suites with 100,000 cases per target.
 //! - `features [-p <package>]...`: every publishable crate checked (library, then all
 //!   targets) with no default features, each feature alone and all features, warnings denied.
+//! - `api [--bless] [--counts]`: every publishable crate's public API (all features, by
+//!   cargo-public-api on nightly rustdoc JSON) against its snapshot in `api/`; `--bless`
+//!   rewrites the snapshots, `--counts` prints each crate's number of public items.
 //!
 //! Every command runs from the workspace root, wherever it is invoked.
 
+mod api;
 mod bench;
 mod conformance;
 mod deny;
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Some("e2e") => e2e(),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("features") => features::features(&args[1..]),
+        Some("api") => api::api(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -102,7 +107,11 @@ commands:
               target in the test profile; --cases N, --seed S (a failure prints its seed)
   features    every publishable crate (or -p <package>, repeatable) checked, library then all
               targets, with no default features, each feature alone and all features, under
-              RUSTFLAGS=-D warnings in target/features; a summary times each check";
+              RUSTFLAGS=-D warnings in target/features; a summary times each check
+  api         every publishable crate's public API (all features; rustdoc JSON from the
+              nightly toolchain read by cargo-public-api, installed into target/tools when
+              absent) compared with api/<package>.txt; a difference prints a diff and fails;
+              --bless rewrites the snapshots; --counts prints each crate's number of items";
 
 /// `cargo metadata --no-deps` of the workspace, parsed.
 fn workspace_metadata() -> Result<serde_json::Value, String> {
