@@ -93,6 +93,7 @@ impl ModelInfo {
 /// images).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[allow(clippy::struct_excessive_bools)] // independent capabilities, each a yes or a no
 pub struct Supports {
     /// Tool calls.
     pub tools: bool,
@@ -102,8 +103,8 @@ pub struct Supports {
     /// agent with a structured output sends the schema to such a model and reads its answer
     /// directly; any other is offered a `final_answer` tool instead.
     pub structured_output: bool,
-    /// A reasoning level ([`ModelSettings::reasoning`]) and the model's reasoning in the
-    /// answer.
+    /// A reasoning level ([`ModelSettings::reasoning`](crate::ModelSettings::reasoning))
+    /// and the model's reasoning in the answer.
     pub reasoning: bool,
 }
 

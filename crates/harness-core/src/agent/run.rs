@@ -12,9 +12,9 @@ use tracing::Instrument as _;
 use super::events::AgentEvent;
 use super::inner::{AgentInner, ToolMode};
 use super::input::RunInput;
+use super::output::ASK_FOR_FINAL_ANSWER;
 #[cfg(feature = "output")]
 use super::output::{ANSWER_DOES_NOT_FIT, FINAL_TOOL, OutputType};
-use super::output::ASK_FOR_FINAL_ANSWER;
 use super::permissions::Decision;
 use super::report::Events;
 use super::run_error::RunError;
@@ -151,32 +151,8 @@ impl AgentInner {
             } = state;
             (messages, usage, paused, deps, settings.over(&self.settings))
         };
-        // A pause not ruled on cannot go on: the state goes back as it came, pending calls
-        // and all, to be ruled on.
-        if let Some(undecided) = paused
-            .iter()
-            .find(|p| p.needs_approval() && p.approved.is_none())
-        {
-            let error = Error::configuration(format!(
-                "{} is paused on {}; call state.approve() or state.reject() before running it \
-                 again",
-                self.name, undecided.name
-            ));
-            let state = AgentState {
-                messages,
-                output: Value::Null,
-                usage,
-                stop_reason: StopReason::Paused,
-                paused,
-            };
-            return Err(RunError::new(error, state));
-        }
-        let mut transcript: Transcript = Arc::new(messages);
-        if let Some(system) = &self.system
-            && !transcript.iter().any(|m| m.role == Role::System)
-        {
-            Arc::make_mut(&mut transcript).insert(0, Message::system(system.clone()));
-        }
+        let (messages, paused) = self.check_rulings(messages, usage, paused)?;
+        let mut transcript = self.transcript(messages);
         let ctx = Ctx::new().with_raw_deps(deps);
         let mut spent = Spent {
             before: usage,
@@ -265,6 +241,44 @@ impl AgentInner {
         }
         let reason = StopReason::StepBudget;
         Ok(spent.finish(transcript, "", reason, Vec::new()))
+    }
+
+    /// The run's transcript: the messages, with the system prompt first when they have none.
+    fn transcript(&self, mut messages: Vec<Message>) -> Transcript {
+        if let Some(system) = &self.system
+            && !messages.iter().any(|m| m.role == Role::System)
+        {
+            messages.insert(0, Message::system(system.clone()));
+        }
+        Arc::new(messages)
+    }
+
+    /// A pause not ruled on cannot go on: the state goes back as it came, pending calls and
+    /// all, to be ruled on. Otherwise the transcript and the pause, to settle.
+    fn check_rulings(
+        &self,
+        messages: Vec<Message>,
+        usage: TokenUsage,
+        paused: Vec<PendingHumanInput>,
+    ) -> Result<(Vec<Message>, Vec<PendingHumanInput>), RunError> {
+        let Some(undecided) = paused
+            .iter()
+            .find(|p| p.needs_approval() && p.approved.is_none())
+        else {
+            return Ok((messages, paused));
+        };
+        let error = Error::configuration(format!(
+            "{} is paused on {}; call state.approve() or state.reject() before running it again",
+            self.name, undecided.name
+        ));
+        let state = AgentState {
+            messages,
+            output: Value::Null,
+            usage,
+            stop_reason: StopReason::Paused,
+            paused,
+        };
+        Err(RunError::new(error, state))
     }
 
     /// A turn without tool calls, already recorded: the run's output and why it ends, or

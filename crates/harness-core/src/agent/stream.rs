@@ -10,10 +10,10 @@ use futures_core::Stream;
 use futures_util::StreamExt as _;
 
 use super::events::AgentEvent;
+use super::events::Item;
 use super::handoff::{Handoff, WatchedRun};
 use super::inner::{AgentInner, ToolMode};
 use super::input::RunInput;
-use super::events::Item;
 use super::report::Events;
 use super::run_error::RunError;
 use crate::channel::channel_stream;
@@ -48,7 +48,7 @@ use crate::llm::BoxStream;
 ///
 /// let words: Vec<String> = agent.stream("hi").text().map(|t| t.unwrap()).collect().await;
 /// assert_eq!(words.concat(), "Hello there");
-/// # Ok::<(), harness_core::RunError>(())
+/// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();
 /// ```
 #[must_use = "a stream does nothing unless polled"]
@@ -107,11 +107,11 @@ impl<T> std::fmt::Debug for RunStream<'_, T> {
 }
 
 /// The events of one run, ending in `Finished` or an error.
-pub(crate) fn events<'a>(
+pub(crate) fn events(
     agent: Arc<AgentInner>,
-    input: RunInput<'a>,
+    input: RunInput<'_>,
     mode: ToolMode,
-) -> BoxStream<'a, Item> {
+) -> BoxStream<'_, Item> {
     let input = Box::new(input);
     let handoff = Handoff::default();
     let handed = handoff.clone();

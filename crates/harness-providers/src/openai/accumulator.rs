@@ -370,7 +370,6 @@ impl Accumulator for ChatAccumulator<'_> {
 /// turn ([`Accumulator::refused`]).
 #[cold]
 #[inline(never)]
-
 pub(super) fn refused_call(error: Error) -> Result<CompletionResponse> {
     let refused = error
         .provider()

@@ -7,5 +7,7 @@ mod chunk;
 mod model;
 mod request;
 
+#[cfg(feature = "replay")]
+pub(crate) use accumulator::ChatAccumulator;
 pub(crate) use model::env_nonempty;
 pub use model::{OpenAi, OpenAiBuilder};
