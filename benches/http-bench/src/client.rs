@@ -1,4 +1,4 @@
-//! The clients measured: deepharness through `Agent::run` and `Agent::stream_events`, and
+//! The clients measured: deepharness through `Agent::run` and `Agent::stream`, and
 //! the floor, bare reqwest sending the same two requests non-streamed and streamed; and, to
 //! tell the agent's share of a gap from the provider's, the provider alone.
 
@@ -24,8 +24,8 @@ async fn get_weather(city: String) -> String {
 
 /// The tool's spec, as the provider turns it into the request's `tools`.
 #[cfg(test)]
-pub(crate) fn tool_spec() -> ToolSpec {
-    GetWeather.spec().clone()
+pub(crate) fn tool_spec() -> Arc<ToolSpec> {
+    Arc::clone(GetWeather.spec())
 }
 
 /// What the tool answers; the floor calls it directly.
@@ -38,7 +38,8 @@ fn weather(city: &str) -> String {
 pub(crate) enum Case {
     /// deepharness, `agent.run(prompt).await` (the model is not streamed).
     Run,
-    /// deepharness, `agent.stream_events(prompt)`, every event consumed (the model streamed).
+    /// deepharness, `agent.stream(prompt)`, every event consumed (the model streamed); the
+    /// case keeps its name, `stream_events`, which the xtask and the recorded figures use.
     StreamEvents,
     /// bare reqwest, the two requests non-streamed.
     FloorJson,
@@ -47,7 +48,7 @@ pub(crate) enum Case {
     /// The `OpenAi` provider alone, its `Llm::generate` called for the two requests with the
     /// tool run by hand: where a gap between `run` and its floor lies (not in the default set).
     ModelJson,
-    /// The provider alone, `Llm::stream_events` read to its turn for the two requests (not in
+    /// The provider alone, `Llm::stream` read to its turn for the two requests (not in
     /// the default set).
     ModelSse,
 }
@@ -94,7 +95,7 @@ impl Case {
 pub(crate) enum Client {
     Agent(Agent, Case),
     Floor(Floor, Case),
-    Model(Arc<OpenAi>, Arc<[ToolSpec]>, Case),
+    Model(Arc<OpenAi>, Arc<[Arc<ToolSpec>]>, Case),
 }
 
 impl Client {
@@ -109,7 +110,7 @@ impl Client {
             }
             Case::FloorJson | Case::FloorSse => Self::Floor(Floor::new(base_url)?, case),
             Case::ModelJson | Case::ModelSse => {
-                let specs: Arc<[ToolSpec]> = Arc::from([GetWeather.spec().clone()]);
+                let specs: Arc<[Arc<ToolSpec>]> = Arc::from([Arc::clone(GetWeather.spec())]);
                 Self::Model(Arc::new(model(base_url)?), specs, case)
             }
         })
@@ -122,7 +123,7 @@ impl Client {
                 let state = agent.run(PROMPT).await.map_err(|e| e.to_string())?;
                 state.output_text().to_owned()
             }
-            Self::Agent(agent, _) => stream_events(agent).await?,
+            Self::Agent(agent, _) => stream(agent).await?,
             Self::Floor(floor, Case::FloorJson) => floor.json().await?,
             Self::Floor(floor, _) => floor.sse().await?,
             Self::Model(model, specs, case) => {
@@ -138,8 +139,8 @@ impl Client {
 }
 
 /// A streamed run, every event taken: the text deltas joined, checked against the final state.
-async fn stream_events(agent: &Agent) -> Result<String, String> {
-    let mut events = agent.stream_events(PROMPT);
+async fn stream(agent: &Agent) -> Result<String, String> {
+    let mut events = agent.stream(PROMPT);
     let (mut text, mut tools, mut output) = (String::new(), 0, None);
     while let Some(event) = events.next().await {
         match event.map_err(|e| e.to_string())? {
@@ -266,7 +267,7 @@ impl Floor {
             reqwest::header::AUTHORIZATION,
             reqwest::header::HeaderValue::from_static("Bearer sk-bench"),
         );
-        let http = harness_providers::client_builder()
+        let http = harness_providers::rest::client_builder()
             .map_err(|e| e.to_string())?
             .default_headers(headers)
             .build()
@@ -438,7 +439,11 @@ fn model(base_url: &str) -> Result<OpenAi, String> {
 
 /// The provider alone: the two requests through `Llm`, the tool's answer computed as the
 /// floor computes it.
-async fn model_run(model: &OpenAi, specs: &[ToolSpec], stream: bool) -> Result<String, String> {
+async fn model_run(
+    model: &Arc<OpenAi>,
+    specs: &[Arc<ToolSpec>],
+    stream: bool,
+) -> Result<String, String> {
     let mut messages = vec![Message::user(PROMPT)];
     let first = model_call(model, &messages, specs, stream).await?;
     let call = first.tool_calls().first().ok_or("no tool call")?;
@@ -457,16 +462,16 @@ async fn model_run(model: &OpenAi, specs: &[ToolSpec], stream: bool) -> Result<S
 
 /// One model call, streamed (every event taken) or not.
 async fn model_call(
-    model: &OpenAi,
+    model: &Arc<OpenAi>,
     messages: &[Message],
-    specs: &[ToolSpec],
+    specs: &[Arc<ToolSpec>],
     stream: bool,
 ) -> Result<CompletionResponse, String> {
     let request = Request::new(messages).with_tools(specs);
     if !stream {
         return model.generate(request).await.map_err(|e| e.to_string());
     }
-    let mut events = model.stream_events(request);
+    let mut events = Arc::clone(model).stream(request);
     let mut text = String::new();
     while let Some(event) = events.next().await {
         match event.map_err(|e| e.to_string())? {

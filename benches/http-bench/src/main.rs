@@ -1,6 +1,6 @@
 //! `cargo xtask bench http`: a two-step agent run (a tool call, then the answer) over
 //! loopback HTTP against an OpenAI-compatible mock, through `Agent::run` and
-//! `Agent::stream_events`, beside bare reqwest sending the same two requests (the floor).
+//! `Agent::stream`, beside bare reqwest sending the same two requests (the floor).
 //! The xtask builds this binary in release, starts the mock and runs each case in a fresh
 //! process:
 //!
@@ -18,10 +18,10 @@
 //!   once> <wall ms>`, the peak being the rise of VmHWM (`/proc/self/status`) over its value
 //!   before the runs (after a few warm-up runs).
 //!
-//! Cases: `run`, `stream_events`, `floor_json`, `floor_sse` (the default set), and for
-//! locating a gap, `model_json` and `model_sse`: the `OpenAi` provider alone, without the
-//! agent (`--case all` takes all six in turn). Every client runs on a current-thread tokio
-//! runtime.
+//! Cases: `run`, `stream_events` (through `Agent::stream`), `floor_json`, `floor_sse` (the
+//! default set), and for locating a gap, `model_json` and `model_sse`: the `OpenAi` provider
+//! alone, without the agent (`--case all` takes all six in turn). Every client runs on a
+//! current-thread tokio runtime.
 
 mod client;
 mod mock;
@@ -298,7 +298,7 @@ fn mem(case: Case, url: &str, tasks: usize) -> Result<(), String> {
 
 /// The most requests the mock held at once.
 async fn max_in_flight(url: &str) -> Result<u64, String> {
-    let http = harness_providers::client_builder()
+    let http = harness_providers::rest::client_builder()
         .map_err(|e| e.to_string())?
         .build()
         .map_err(|e| e.to_string())?;

@@ -103,13 +103,13 @@ fn bench(c: &mut Criterion) {
         });
     }
     let streaming = agent(true, "add");
-    c.bench_function("agent stream_events: tool turn then text turn", |b| {
+    c.bench_function("agent stream: tool turn then text turn", |b| {
         b.iter_custom(|iterations| {
             runtime.block_on(async {
                 use futures_util::StreamExt as _;
                 let started = Instant::now();
                 for _ in 0..iterations {
-                    let mut events = streaming.stream_events("What is 2 + 3?");
+                    let mut events = streaming.stream("What is 2 + 3?");
                     while let Some(event) = events.next().await {
                         black_box(event.unwrap());
                     }

@@ -151,22 +151,8 @@ impl Drop for ProducerPoll {
 
 /// A stream of what `produce`'s future emits, in order. It ends once that future has
 /// completed and every item it sent has been taken; items sent afterwards by a clone of the
-/// [`Emitter`] kept elsewhere are not waited for.
-///
-/// ```
-/// use futures_util::StreamExt as _;
-/// use harness_core::channel::channel_stream;
-///
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let numbers = channel_stream(|tx| async move {
-///     for n in 1..=3 {
-///         tx.emit(n);
-///         tx.deliver().await;
-///     }
-/// });
-/// assert_eq!(numbers.collect::<Vec<_>>().await, [1, 2, 3]);
-/// # });
-/// ```
+/// [`Emitter`] kept elsewhere are not waited for. (The module is private, so its example is
+/// the unit test `what_is_emitted_arrives_in_order` below.)
 pub(crate) fn channel_stream<T, F>(produce: impl FnOnce(Emitter<T>) -> F) -> ChannelStream<T, F>
 where
     F: Future<Output = ()>,
@@ -331,6 +317,17 @@ mod tests {
     use futures_util::StreamExt as _;
 
     use super::*;
+
+    #[tokio::test]
+    async fn what_is_emitted_arrives_in_order() {
+        let numbers = channel_stream(|tx| async move {
+            for n in 1..=3 {
+                tx.emit(n);
+                tx.deliver().await;
+            }
+        });
+        assert_eq!(numbers.collect::<Vec<_>>().await, [1, 2, 3]);
+    }
 
     #[tokio::test]
     async fn items_arrive_while_the_producer_still_runs() {

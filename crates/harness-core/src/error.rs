@@ -362,7 +362,9 @@ impl<'de> serde::Deserialize<'de> for ToolError {
 /// as the call's result ([`ToolError::model_text`]): a run goes on after one, except
 /// [`ToolErrorKind::NeedsHuman`], which pauses it.
 ///
-/// ```
+// The example names `#[tool]`, of the `macros` feature.
+#[cfg_attr(feature = "macros", doc = " ```")]
+#[cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 /// use harness_core::{tool, ToolError};
 ///
 /// /// Book a flight.

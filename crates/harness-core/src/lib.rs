@@ -21,7 +21,9 @@
 //!
 //! # A tool in four lines
 //!
-//! ```
+// The example names `#[tool]`, of the `macros` feature.
+#![cfg_attr(feature = "macros", doc = " ```")]
+#![cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 //! use harness_core::{tool, Toolbox};
 //! use serde_json::json;
 //!
@@ -67,8 +69,7 @@ mod tool;
 pub mod __private;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream,
-    StopReason,
+    Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream, StopReason,
 };
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
 pub use error::{

@@ -133,6 +133,7 @@ async fn a_call_cut_off_at_the_output_limit_is_not_run() {
     assert_eq!(RUNS.load(Ordering::SeqCst), 1);
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn a_final_answer_with_unreadable_arguments_is_refused_and_asked_again() {
     #[derive(Debug, serde::Deserialize, schemars::JsonSchema, PartialEq)]
@@ -192,12 +193,12 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
     let err = agent.run("count once").await.unwrap_err();
     assert!(err.is_provider(), "{err}");
     assert_eq!(err.provider().and_then(ProviderError::status), Some(503));
-    assert!(err.state().is_some());
+    assert_eq!(err.state().stop_reason, StopReason::Unfinished);
     assert_eq!(
         err.to_string(),
         "openai request failed with HTTP 503: server overloaded"
     );
-    let state = err.into_state().unwrap();
+    let state = err.into_state();
     assert_eq!(state.stop_reason, StopReason::Unfinished);
     assert_eq!(tool_results(&state), ["counted 1"]);
 
@@ -210,7 +211,7 @@ async fn a_failed_run_carries_its_state_and_resumes_without_rerunning_a_tool() {
     assert_eq!(state.messages.len(), 4);
 }
 
-/// The same failure through `stream_events`: the last item is the error, carrying the state.
+/// The same failure through `stream`: the last item is the error, carrying the state.
 #[tokio::test]
 async fn a_failed_stream_ends_with_the_error_and_its_state() {
     let model = FunctionModel::fallible(|request| {
@@ -224,13 +225,13 @@ async fn a_failed_stream_ends_with_the_error_and_its_state() {
         }
     });
     let agent = Agent::builder(model).tool(WriteNote).build().unwrap();
-    let events: Vec<_> = agent.stream_events("go").collect().await;
+    let events: Vec<_> = agent.stream("go").collect().await;
     let last = events.last().unwrap();
     let Err(err) = last else {
         panic!("expected the error last");
     };
     assert!(err.is_provider());
-    assert_eq!(tool_results(err.state().unwrap()), ["wrote x"]);
+    assert_eq!(tool_results(err.state()), ["wrote x"]);
     assert!(
         events[..events.len() - 1]
             .iter()
@@ -239,20 +240,20 @@ async fn a_failed_stream_ends_with_the_error_and_its_state() {
 }
 
 /// Counts its calls in a shared counter.
-struct CountTool(Arc<AtomicUsize>, harness_core::ToolSpec);
+struct CountTool(Arc<AtomicUsize>, Arc<harness_core::ToolSpec>);
 
 /// The spec of a tool that takes no arguments.
-fn no_parameters(name: &str, description: &str) -> harness_core::ToolSpec {
-    harness_core::ToolSpec::new(
+fn no_parameters(name: &str, description: &str) -> Arc<harness_core::ToolSpec> {
+    Arc::new(harness_core::ToolSpec::new(
         name,
         description,
         json!({"type": "object", "properties": {}}),
-    )
+    ))
 }
 
 #[harness_core::async_trait]
 impl harness_core::Tool for CountTool {
-    fn spec(&self) -> &harness_core::ToolSpec {
+    fn spec(&self) -> &Arc<harness_core::ToolSpec> {
         &self.1
     }
 
@@ -260,14 +261,14 @@ impl harness_core::Tool for CountTool {
         &self,
         _arguments: serde_json::Value,
         _ctx: harness_core::Ctx,
-    ) -> Result<String, harness_core::ToolError> {
+    ) -> Result<harness_core::Content, harness_core::ToolError> {
         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-        Ok(format!("counted {n}"))
+        Ok(format!("counted {n}").into())
     }
 }
 
 /// A tool whose result holds an image beside its text.
-struct Screenshot(harness_core::ToolSpec);
+struct Screenshot(Arc<harness_core::ToolSpec>);
 
 impl Screenshot {
     fn new() -> Self {
@@ -277,19 +278,11 @@ impl Screenshot {
 
 #[harness_core::async_trait]
 impl harness_core::Tool for Screenshot {
-    fn spec(&self) -> &harness_core::ToolSpec {
+    fn spec(&self) -> &Arc<harness_core::ToolSpec> {
         &self.0
     }
 
     async fn call(
-        &self,
-        _arguments: serde_json::Value,
-        _ctx: harness_core::Ctx,
-    ) -> Result<String, harness_core::ToolError> {
-        Ok("a screenshot".to_owned())
-    }
-
-    async fn call_content(
         &self,
         _arguments: serde_json::Value,
         _ctx: harness_core::Ctx,
@@ -315,11 +308,7 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
         .tool(Screenshot::new())
         .build()
         .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .stream_events("look")
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.stream("look").map(|e| e.unwrap()).collect().await;
     let finished = events
         .iter()
         .find_map(|e| match e {
@@ -342,15 +331,17 @@ async fn a_tools_image_is_kept_in_its_result_for_the_model() {
     assert!(
         matches!(&blocks[1], harness_core::Block::Image(image) if image.data() == Some("aGk="))
     );
-    // The toolbox's text call still gives the text alone.
+    // The toolbox's call gives the whole content; its text is the text alone.
     let toolbox = harness_core::Toolbox::builder()
         .tool(Screenshot::new())
         .build()
         .unwrap();
-    assert_eq!(
-        toolbox.call("screenshot", json!({})).await.unwrap(),
-        "a screenshot"
-    );
+    let content = toolbox
+        .call("screenshot", json!({}), harness_core::CallOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(content.text(), "a screenshot");
+    assert_eq!(content.blocks(), blocks);
 }
 
 #[tokio::test]

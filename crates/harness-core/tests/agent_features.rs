@@ -7,19 +7,24 @@
     clippy::needless_pass_by_value
 )]
 
-use std::sync::Arc;
-
 use harness_core::agent::{
-    Agent, AgentState, Budget, FINAL_TOOL, PendingHumanInput, Permissions, Rule, RunInput,
-    StopReason,
+    Agent, AgentState, PendingHumanInput, Permissions, Rule, RunInput, StopReason,
 };
-use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
+use harness_core::testing::{ScriptedModel, TestModel};
 use harness_core::{
-    CompletionResponse, Ctx, ErrorKind, Message, ToolCall, ToolError, Toolbox, tool,
+    CompletionResponse, Ctx, Message, ToolCall, ToolError, Toolbox, approve_fn, tool,
 };
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
+// What the structured-output tests (the `output` feature) use besides.
+#[cfg(feature = "output")]
+use {
+    harness_core::ErrorKind,
+    harness_core::agent::{Budget, FINAL_TOOL},
+    harness_core::testing::FunctionModel,
+    schemars::JsonSchema,
+    serde::Deserialize,
+    std::sync::Arc,
+};
 
 fn call(name: &str, args: Value, id: &str) -> ToolCall {
     ToolCall::new(name, args).with_id(id)
@@ -29,9 +34,10 @@ fn calls(list: Vec<ToolCall>) -> CompletionResponse {
     CompletionResponse::from_tool_calls(list)
 }
 
-// 5. Structured output ---------------------------------------------------------------------
+// 5. Structured output (the `output` feature) ---------------------------------------------
 
 /// The weather in a city.
+#[cfg(feature = "output")]
 #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
 struct Weather {
     city: String,
@@ -41,6 +47,7 @@ struct Weather {
     note: Option<String>,
 }
 
+#[cfg(feature = "output")]
 #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "lowercase")]
 enum Sky {
@@ -48,6 +55,7 @@ enum Sky {
     Cloudy,
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn the_final_answer_tool_carries_the_output_types_schema() {
     let agent = Agent::builder(TestModel::new())
@@ -84,6 +92,7 @@ async fn the_final_answer_tool_carries_the_output_types_schema() {
     assert_eq!(weather.sky, Sky::Sunny);
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() {
     // A model that only ever talks prose spends the step budget without an answer.
@@ -115,6 +124,7 @@ async fn reading_a_structured_output_that_never_came_says_why_the_run_stopped() 
     );
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
     let model = Arc::new(ScriptedModel::new([
@@ -167,6 +177,7 @@ async fn prose_is_not_an_answer_and_bad_fields_are_reported_all_at_once() {
     assert_eq!(m.last().unwrap().text(), "Final answer accepted.");
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn a_model_that_never_complies_ends_at_the_step_budget() {
     let model = ScriptedModel::new(vec![CompletionResponse::text("prose"); 3]);
@@ -179,6 +190,7 @@ async fn a_model_that_never_complies_ends_at_the_step_budget() {
     assert_eq!(state.stop_reason, StopReason::StepBudget);
 }
 
+#[cfg(feature = "output")]
 #[test]
 fn an_output_type_must_be_a_struct() {
     let err = Agent::builder(TestModel::new())
@@ -312,7 +324,9 @@ async fn an_approval_callback_decides_during_the_run_instead_of_pausing() {
     let tools = Toolbox::builder()
         .tool(Invoice)
         .tool(WireTransfer)
-        .approve(|_, args| args["amount_usd"].as_u64().is_some_and(|a| a <= 1_000))
+        .human(approve_fn(|_, args| {
+            args["amount_usd"].as_u64().is_some_and(|a| a <= 1_000)
+        }))
         .build()
         .unwrap();
     let agent = Agent::builder(pay_model()).toolbox(tools).build().unwrap();
@@ -503,7 +517,15 @@ async fn a_sub_agent_is_a_tool_and_inherits_the_callers_deps() {
     .tool(Tenant)
     .build()
     .unwrap();
-    let tool = researcher.as_named_tool("research", "Research a question.");
+    let tool = researcher
+        .as_tool()
+        .with_name("research")
+        .with_description("Research a question.");
+    assert_eq!(harness_core::Tool::spec(&tool).name, "research");
+    assert_eq!(
+        harness_core::Tool::spec(&tool).description,
+        "Research a question."
+    );
     assert_eq!(
         harness_core::Tool::spec(&tool).parameters,
         json!({
@@ -539,7 +561,7 @@ async fn a_sub_agent_that_does_not_answer_is_a_failed_call() {
         .build()
         .unwrap();
     let err = harness_core::Tool::call(
-        &quitter.as_named_tool("q", "d"),
+        &quitter.as_tool().with_name("q").with_description("d"),
         json!({"input": "go"}),
         Ctx::new(),
     )

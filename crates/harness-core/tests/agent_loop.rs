@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use harness_core::agent::{
-    Agent, AgentEvent, AgentState, Budget, ContextPolicy, Permissions, RunInput, StopReason,
+    Agent, AgentEvent, AgentState, Budget, ContextPolicy, Journal, Permissions, RunInput, Step,
+    StopReason,
 };
 use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
 use harness_core::{
-    Block, CompletionResponse, Ctx, Error, ErrorKind, FinishReason, LogLevel, Message, Role,
-    Thinking, TokenUsage, ToolCall, ToolUpdate, Toolbox, tool,
+    Block, CompletionResponse, Content, Ctx, Error, ErrorKind, FinishReason, LogLevel, Message,
+    Role, Thinking, TokenUsage, ToolCall, ToolError, ToolUpdate, Toolbox, approve_fn, tool,
 };
 use serde_json::json;
 
@@ -50,12 +51,8 @@ fn add_then_answer() -> ScriptedModel {
     ])
 }
 
-async fn collect_events(agent: &Agent, input: impl Into<RunInput>) -> Vec<AgentEvent> {
-    agent
-        .stream_events(input)
-        .map(|e| e.unwrap())
-        .collect()
-        .await
+async fn collect_events(agent: &Agent, input: impl Into<RunInput<'_>>) -> Vec<AgentEvent> {
+    agent.stream(input).map(|e| e.unwrap()).collect().await
 }
 
 // 1. Running ----------------------------------------------------------------------------
@@ -174,7 +171,13 @@ async fn blocking_methods_inside_a_runtime_say_what_to_use_instead() {
         err.to_string().contains("use the async form there"),
         "{err}"
     );
-    assert!(agent.stream_events_blocking("x").is_err());
+    let err = agent.stream("x").blocking().unwrap_err();
+    assert!(err.is_configuration());
+    assert!(
+        err.to_string().contains("use the async form there"),
+        "{err}"
+    );
+    assert!(agent.stream("x").text().blocking().is_err());
 }
 
 // Events (spec §6.4) ----------------------------------------------------------------------
@@ -267,15 +270,40 @@ async fn an_async_round_starts_every_call_then_finishes_every_call() {
     assert_eq!(failed.as_deref(), Some("Error: airline API timed out"));
 }
 
+/// Runs every step as it comes: a journal that records nothing, for a journaled run's
+/// order (its tools one at a time).
+struct PassThrough;
+
+#[harness_core::async_trait]
+impl Journal for PassThrough {
+    async fn model_call(
+        &self,
+        _turn: usize,
+        step: Step<'_, harness_core::Result<CompletionResponse>>,
+    ) -> harness_core::Result<CompletionResponse> {
+        step.await
+    }
+
+    async fn tool_call(
+        &self,
+        _call: &ToolCall,
+        step: Step<'_, Result<Content, ToolError>>,
+    ) -> Result<Content, ToolError> {
+        step.await
+    }
+}
+
 #[test]
 fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
+    // `stream(..).blocking()` runs a turn's tools one at a time, as `run_blocking` does.
     let agent = Agent::builder(two_calls_then_answer())
         .tool(Add)
         .tool(Flaky)
         .build()
         .unwrap();
     let events: Vec<AgentEvent> = agent
-        .stream_events_blocking("go")
+        .stream("go")
+        .blocking()
         .unwrap()
         .map(|e| e.unwrap())
         .collect();
@@ -298,6 +326,36 @@ fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
 }
 
 #[test]
+fn a_journaled_blocking_round_surrounds_each_call_with_its_own_pair() {
+    let agent = Agent::builder(two_calls_then_answer())
+        .tool(Add)
+        .tool(Flaky)
+        .build()
+        .unwrap();
+    let journal = PassThrough;
+    let events: Vec<AgentEvent> = agent
+        .stream(RunInput::from("go").with_journal(&journal))
+        .blocking()
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(
+        kinds(&events),
+        [
+            "step 1",
+            "start add",
+            "finish add false",
+            "start flaky",
+            "finish flaky true",
+            "step 2",
+            "thinking hm",
+            "text done",
+            "finished"
+        ]
+    );
+}
+
+#[test]
 fn a_watcher_sees_each_tool_start_before_its_approval_is_asked() {
     // A terminal prompt in the approval callback must come after the watcher has shown
     // which call it is about.
@@ -306,18 +364,36 @@ fn a_watcher_sees_each_tool_start_before_its_approval_is_asked() {
     let tools = Toolbox::builder()
         .tool(Add)
         .tool(Flaky)
-        .approve(move |name, _| {
+        .human(approve_fn(move |name, _| {
             approvals.lock().unwrap().push(format!("approve {name}"));
             true
-        })
+        }))
         .build()
         .unwrap();
-    let agent = Agent::builder(two_calls_then_answer())
-        .toolbox(tools)
-        .permissions(Permissions::new().ask("add").ask("flaky"))
-        .build()
-        .unwrap();
-    for event in agent.stream_events_blocking("go").unwrap() {
+    let agent = || {
+        Agent::builder(two_calls_then_answer())
+            .toolbox(tools.clone())
+            .permissions(Permissions::new().ask("add").ask("flaky"))
+            .build()
+            .unwrap()
+    };
+    for event in agent().stream("go").blocking().unwrap() {
+        if let AgentEvent::ToolStarted { name, .. } = event.unwrap() {
+            log.lock().unwrap().push(format!("start {name}"));
+        }
+    }
+    // A blocking round runs one call at a time: each start right before its own approval.
+    assert_eq!(
+        std::mem::take(&mut *log.lock().unwrap()),
+        ["start add", "approve add", "start flaky", "approve flaky"]
+    );
+    // A journaled round runs one call at a time: each start right before its own approval.
+    let journal = PassThrough;
+    for event in agent()
+        .stream(RunInput::from("go").with_journal(&journal))
+        .blocking()
+        .unwrap()
+    {
         if let AgentEvent::ToolStarted { name, .. } = event.unwrap() {
             log.lock().unwrap().push(format!("start {name}"));
         }
@@ -335,7 +411,9 @@ fn agent_text_blocking() -> Vec<String> {
         .build()
         .unwrap();
     agent
-        .stream_blocking("go")
+        .stream("go")
+        .text()
+        .blocking()
         .unwrap()
         .map(|t| t.unwrap())
         .collect()
@@ -357,6 +435,7 @@ async fn stream_yields_text_alone_and_tools_still_run() {
     let agent = Agent::builder(model).tool(Add).build().unwrap();
     let text: Vec<String> = agent
         .stream("17 + 374?")
+        .text()
         .map(|t| t.unwrap())
         .collect()
         .await;
@@ -368,7 +447,7 @@ async fn stream_yields_text_alone_and_tools_still_run() {
 async fn an_error_ends_the_stream_as_its_last_item() {
     let model = ScriptedModel::new([]).then_fail(Error::configuration("boom"));
     let agent = Agent::builder(model).build().unwrap();
-    let items: Vec<_> = agent.stream_events("x").collect().await;
+    let items: Vec<_> = agent.stream("x").collect().await;
     assert_eq!(items.len(), 2);
     assert!(matches!(items[0], Ok(AgentEvent::StepStarted { step: 1 })));
     assert!(matches!(&items[1], Err(e) if e.to_string() == "boom"));
@@ -519,10 +598,10 @@ async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
     let counter = Arc::clone(&ran);
     let tools = harness_core::Toolbox::builder()
         .tool(Add)
-        .approve(move |_, _| {
+        .human(approve_fn(move |_, _| {
             counter.fetch_add(1, Ordering::SeqCst);
             true
-        })
+        }))
         .build()
         .unwrap();
     let model =

@@ -1,13 +1,13 @@
-//! `Agent::run_journaled`: every step goes through the journal, in an order that is the same
-//! on a replay, so a journal that hands back recorded results resumes a crashed run without
-//! running a finished step again.
+//! `Agent::run` with a journal (`RunInput::with_journal`): every step goes through the
+//! journal, in an order that is the same on a replay, so a journal that hands back recorded
+//! results resumes a crashed run without running a finished step again.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use harness_core::agent::{Agent, Journal, Step, StopReason};
+use harness_core::agent::{Agent, Journal, RunInput, Step, StopReason};
 use harness_core::testing::ScriptedModel;
 use harness_core::{
     CompletionResponse, Content, Error, Result, ToolCall, ToolError, async_trait, tool,
@@ -133,7 +133,7 @@ async fn a_replayed_run_resumes_at_the_step_in_flight_and_runs_nothing_twice() {
     let agent = Agent::builder(model.clone()).tool(Append).build().unwrap();
     let first = Recording::new(Vec::new(), Some(3));
     let error = agent
-        .run_journaled("append a and b", &first)
+        .run(RunInput::from("append a and b").with_journal(&first))
         .await
         .unwrap_err();
     assert!(error.to_string().contains("the worker died"), "{error}");
@@ -150,7 +150,10 @@ async fn a_replayed_run_resumes_at_the_step_in_flight_and_runs_nothing_twice() {
     let model = Arc::new(ScriptedModel::new(script()[1..].to_vec()));
     let agent = Agent::builder(model.clone()).tool(Append).build().unwrap();
     let retry = Recording::new(recorded, None);
-    let state = agent.run_journaled("append a and b", &retry).await.unwrap();
+    let state = agent
+        .run(RunInput::from("append a and b").with_journal(&retry))
+        .await
+        .unwrap();
     assert_eq!(state.stop_reason, StopReason::Answer);
     assert_eq!(state.output_text(), "both appended");
     assert_eq!(retry.replayed.load(Ordering::SeqCst), 3);

@@ -1,19 +1,20 @@
-//! A model with an owned stream (`Llm::stream_events_owned`) is read by the watcher of a
-//! run, not by the run: the borrowed `stream_events` of these models fails, so each test
-//! shows the owned stream was the one read. The run still sees every turn (a tool round
-//! between two streamed calls), every delta arrives in order (10,000 of them, each after a
-//! wait), a stream that ends without its turn or with an error ends the run with an error
-//! carrying the run so far, and the blocking iterator reads it too.
+//! A model's `'static` stream (`Llm::stream`) is read by the watcher of a run, in the
+//! watcher's own poll, not by the run: `generate` of these models fails, so each test shows
+//! the stream was the one read. The run still sees every turn (a tool round between two
+//! streamed calls), every delta arrives in order (10,000 of them, each after a wait), a
+//! stream that ends without its turn or with an error ends the run with an error carrying
+//! the run so far, and the blocking iterator reads it too.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::StreamExt as _;
 use harness_core::agent::{Agent, AgentEvent, StopReason};
 use harness_core::{
-    BoxStream, CompletionResponse, Error, Llm, LlmEvent, ProviderError, Request, Result, ToolCall,
-    async_trait,
+    BoxStream, CompletionResponse, Error, Llm, LlmEvent, ProviderError, Request, Result, RunError,
+    ToolCall, async_trait,
 };
 use serde_json::json;
 
@@ -30,7 +31,7 @@ enum Turn {
     Broken,
 }
 
-/// Answers call `i` with `turns[i]` through its owned stream only.
+/// Answers call `i` with `turns[i]` through its stream only.
 struct Owned {
     turns: Vec<Turn>,
     calls: AtomicUsize,
@@ -72,19 +73,7 @@ impl Llm for Owned {
         )))
     }
 
-    fn stream_events<'a>(&'a self, _: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        Box::pin(futures_util::stream::once(async {
-            Err(Error::from(ProviderError::new(
-                "owned",
-                "the borrowed stream was read",
-            )))
-        }))
-    }
-
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         assert!(!request.messages.is_empty());
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let turn = self.turns.get(call).copied().unwrap_or(Turn::Text(1));
@@ -113,11 +102,11 @@ impl Llm for Owned {
                 ))),
             ],
         };
-        Some(if self.waits {
+        if self.waits {
             after_a_wait(events)
         } else {
             Box::pin(futures_util::stream::iter(events))
-        })
+        }
     }
 }
 
@@ -145,7 +134,7 @@ fn runtimes() -> [tokio::runtime::Runtime; 2] {
 }
 
 #[test]
-fn the_watcher_reads_the_owned_stream_and_the_run_gets_each_turn() {
+fn the_watcher_reads_the_models_stream_and_the_run_gets_each_turn() {
     for runtime in runtimes() {
         let agent = Agent::builder(Owned::new([Turn::CallAdd, Turn::Text(3)]))
             .tool(Add)
@@ -153,7 +142,7 @@ fn the_watcher_reads_the_owned_stream_and_the_run_gets_each_turn() {
             .unwrap();
         let events: Vec<AgentEvent> = runtime.block_on(async {
             agent
-                .stream_events("1 + 2?")
+                .stream("1 + 2?")
                 .map(|event| event.unwrap())
                 .collect()
                 .await
@@ -204,6 +193,7 @@ fn ten_thousand_deltas_each_after_a_wait_arrive_in_order() {
         let text: String = runtime.block_on(async {
             agent
                 .stream("go")
+                .text()
                 .map(|delta| delta.unwrap())
                 .collect::<Vec<_>>()
                 .await
@@ -219,7 +209,7 @@ async fn a_stream_without_its_turn_ends_the_run_with_an_error_and_the_run_so_far
     let agent = Agent::builder(Owned::new([Turn::Unfinished]))
         .build()
         .unwrap();
-    let events: Vec<Result<AgentEvent>> = agent.stream_events("go").collect().await;
+    let events: Vec<Result<AgentEvent, RunError>> = agent.stream("go").collect().await;
     let (last, seen) = events.split_last().unwrap();
     let texts: Vec<&AgentEvent> = seen.iter().map(|e| e.as_ref().unwrap()).collect();
     assert_eq!(texts.len(), 3, "the step and the two deltas: {texts:?}");
@@ -228,7 +218,7 @@ async fn a_stream_without_its_turn_ends_the_run_with_an_error_and_the_run_so_far
         error.to_string().contains("ended without a completed turn"),
         "{error}"
     );
-    assert_eq!(error.state().unwrap().messages.len(), 1);
+    assert_eq!(error.state().messages.len(), 1);
 }
 
 #[tokio::test]
@@ -237,7 +227,7 @@ async fn a_broken_stream_ends_the_run_with_its_error_and_the_run_so_far() {
         .tool(Add)
         .build()
         .unwrap();
-    let events: Vec<Result<AgentEvent>> = agent.stream_events("go").collect().await;
+    let events: Vec<Result<AgentEvent, RunError>> = agent.stream("go").collect().await;
     let (last, seen) = events.split_last().unwrap();
     assert!(matches!(
         seen.last(),
@@ -246,20 +236,21 @@ async fn a_broken_stream_ends_the_run_with_its_error_and_the_run_so_far() {
     let error = last.as_ref().unwrap_err();
     assert_eq!(error.provider().unwrap().message(), "the body broke off");
     assert_eq!(
-        error.state().unwrap().messages.len(),
+        error.state().messages.len(),
         3,
         "user, the call, its result"
     );
 }
 
 #[test]
-fn the_blocking_iterator_reads_owned_streams() {
+fn the_blocking_iterator_reads_the_models_stream() {
     let agent = Agent::builder(Owned::new([Turn::CallAdd, Turn::Text(5)]))
         .tool(Add)
         .build()
         .unwrap();
     let events: Vec<AgentEvent> = agent
-        .stream_events_blocking("go")
+        .stream("go")
+        .blocking()
         .unwrap()
         .map(|event| event.unwrap())
         .collect();
@@ -304,7 +295,7 @@ fn a_watched_run_whose_model_never_waits_is_polled_through_without_a_wake() {
     let counter = std::sync::Arc::new(Wakes(AtomicUsize::new(0)));
     let waker = std::task::Waker::from(std::sync::Arc::clone(&counter));
     let mut cx = std::task::Context::from_waker(&waker);
-    let mut events = agent.stream_events("1 + 2?");
+    let mut events = agent.stream("1 + 2?");
     let mut seen = Vec::new();
     loop {
         match events.poll_next_unpin(&mut cx) {

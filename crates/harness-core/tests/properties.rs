@@ -13,7 +13,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use harness_core::agent::{AgentState, PendingHumanInput, Rule, StopReason};
 use harness_core::{
-    Block, Image, Message, Thinking, TokenUsage, ToolCall, ToolErrorKind, Toolbox, tool,
+    Block, CallOptions, Image, Message, Thinking, TokenUsage, ToolCall, ToolErrorKind, Toolbox,
+    tool,
 };
 use serde_json::{Map, Value, json};
 
@@ -211,9 +212,13 @@ fn random_tool_arguments_are_read_or_refused_never_a_panic() {
                 mutate(rng, &mut arguments);
             }
         }
-        let result = runtime.block_on(toolbox.call("every_kind", arguments.clone()));
+        let result =
+            runtime.block_on(toolbox.call("every_kind", arguments.clone(), CallOptions::new()));
         match result {
-            Ok(text) => assert_eq!(text.split('|').count(), 7, "{text}"),
+            Ok(content) => {
+                let text = content.text();
+                assert_eq!(text.split('|').count(), 7, "{text}");
+            }
             // A bad argument is named; a panic inside the parser would be Failed.
             Err(err) if err.kind() == ToolErrorKind::InvalidArguments => {
                 assert_eq!(err.tool(), Some("every_kind"));

@@ -5,10 +5,15 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::panic)]
 
-use harness_core::agent::{Agent, RunInput, StopReason};
-use harness_core::testing::{FunctionModel, ScriptedModel};
-use harness_core::{CompletionResponse, FinishReason, ModelSettings, Role, ToolChoice, tool};
+use harness_core::agent::{Agent, RunInput};
+use harness_core::testing::ScriptedModel;
+use harness_core::{CompletionResponse, ModelSettings, ToolChoice};
+#[cfg(feature = "output")]
+use harness_core::{
+    FinishReason, ModelInfo, Role, Supports, agent::StopReason, testing::FunctionModel, tool,
+};
 
+#[cfg(feature = "output")]
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 struct Forecast {
     city: String,
@@ -16,6 +21,7 @@ struct Forecast {
 }
 
 /// Look up the weather.
+#[cfg(feature = "output")]
 #[tool]
 fn weather(city: String) -> String {
     format!("22 in {city}")
@@ -51,6 +57,7 @@ async fn the_runs_settings_sit_over_the_agents_one_by_one() {
     assert!(records.iter().all(|r| r.output.is_none()));
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn a_native_model_gets_the_schema_and_answers_in_json() {
     let model = FunctionModel::new(|request| {
@@ -67,7 +74,7 @@ async fn a_native_model_gets_the_schema_and_answers_in_json() {
             ])
         }
     })
-    .with_native_output(true);
+    .with_structured_output(true);
     let agent = Agent::builder(model)
         .tool(Weather)
         .output::<Forecast>()
@@ -92,6 +99,7 @@ async fn a_native_model_gets_the_schema_and_answers_in_json() {
     );
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn a_native_answer_that_does_not_fit_is_sent_back_with_its_problems() {
     let model = std::sync::Arc::new(ScriptedModel::new([
@@ -123,6 +131,7 @@ async fn a_native_answer_that_does_not_fit_is_sent_back_with_its_problems() {
     assert!(model.records().iter().all(|r| r.output.is_some()));
 }
 
+#[cfg(feature = "output")]
 #[tokio::test]
 async fn a_native_answer_cut_at_the_output_limit_is_truncated_not_parsed() {
     let model = ScriptedModel::new([
@@ -138,8 +147,10 @@ async fn a_native_answer_cut_at_the_output_limit_is_truncated_not_parsed() {
 }
 
 /// A scripted model that says it takes output schemas natively.
+#[cfg(feature = "output")]
 struct Native(std::sync::Arc<ScriptedModel>);
 
+#[cfg(feature = "output")]
 #[harness_core::async_trait]
 impl harness_core::Llm for Native {
     async fn generate(
@@ -149,7 +160,11 @@ impl harness_core::Llm for Native {
         self.0.generate(request).await
     }
 
-    fn native_output(&self) -> bool {
-        true
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new("test", "native").with_supports(
+            Supports::new()
+                .with_tools(true)
+                .with_structured_output(true),
+        )
     }
 }

@@ -1,5 +1,5 @@
 //! Streams deliver every item: a model that streams 10,000 deltas in one burst (no await
-//! between them) reaches the watcher whole, through `stream_events` and `stream`, on the
+//! between them) reaches the watcher whole, through `stream` and `stream(..).text()`, on the
 //! current-thread and the multi-thread runtime. Before the fix the streams ended silently
 //! after tokio's cooperative budget of 128 items.
 
@@ -7,6 +7,8 @@
 
 use futures_util::StreamExt as _;
 use harness_core::agent::{Agent, AgentEvent, StopReason};
+use std::sync::Arc;
+
 use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, Result, async_trait};
 
 const DELTAS: usize = 10_000;
@@ -20,10 +22,10 @@ impl Llm for Burst {
         Ok(CompletionResponse::text("x".repeat(DELTAS)))
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        _: harness_core::Request<'a>,
-    ) -> BoxStream<'a, Result<LlmEvent>> {
+    fn stream(
+        self: Arc<Self>,
+        _: harness_core::Request<'_>,
+    ) -> BoxStream<'static, Result<LlmEvent>> {
         let deltas = (0..DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
         let last = Ok(LlmEvent::Completed(Box::new(CompletionResponse::text(
             "x".repeat(DELTAS),
@@ -49,12 +51,12 @@ fn runtimes() -> [tokio::runtime::Runtime; 2] {
 }
 
 #[test]
-fn stream_events_delivers_every_delta_then_finished() {
+fn stream_delivers_every_delta_then_finished() {
     for runtime in runtimes() {
         let agent = Agent::builder(Burst).build().unwrap();
         let events: Vec<AgentEvent> = runtime.block_on(async {
             agent
-                .stream_events("go")
+                .stream("go")
                 .map(|event| event.unwrap())
                 .collect()
                 .await
@@ -73,12 +75,13 @@ fn stream_events_delivers_every_delta_then_finished() {
 }
 
 #[test]
-fn stream_yields_the_whole_answer() {
+fn the_text_stream_yields_the_whole_answer() {
     for runtime in runtimes() {
         let agent = Agent::builder(Burst).build().unwrap();
         let text: String = runtime.block_on(async {
             agent
                 .stream("go")
+                .text()
                 .map(|piece| piece.unwrap())
                 .collect()
                 .await
@@ -91,7 +94,9 @@ fn stream_yields_the_whole_answer() {
 fn the_blocking_stream_yields_the_whole_answer() {
     let agent = Agent::builder(Burst).build().unwrap();
     let text: String = agent
-        .stream_blocking("go")
+        .stream("go")
+        .text()
+        .blocking()
         .unwrap()
         .map(|piece| piece.unwrap())
         .collect();

@@ -13,7 +13,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use harness_core::{Ctx, Message, Tool, ToolError, ToolErrorKind, Toolbox, tool};
+use harness_core::{
+    CallOptions, Content, Ctx, Message, Tool, ToolError, ToolErrorKind, Toolbox, tool,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -300,6 +302,10 @@ fn the_schema_is_built_once_and_shared() {
     let first: *const _ = Forecast.spec();
     let second: *const _ = Forecast.spec();
     assert!(std::ptr::eq(first, second));
+    // And the one `Arc` a toolbox and every request hold.
+    assert!(std::sync::Arc::ptr_eq(Forecast.spec(), Forecast.spec()));
+    let tools = Toolbox::builder().tool(Forecast).build().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&tools.specs()[0], Forecast.spec()));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -335,7 +341,7 @@ async fn defaults_fill_in_what_the_model_leaves_out() {
         .call(json!({"city": "Oslo"}), Ctx::new())
         .await
         .unwrap();
-    assert_eq!(out, "Oslo 3 metric for nobody");
+    assert_eq!(out.text(), "Oslo 3 metric for nobody");
     let out = Forecast
         .call(
             json!({"city": "Oslo", "days": 5, "units": "imperial"}),
@@ -343,7 +349,7 @@ async fn defaults_fill_in_what_the_model_leaves_out() {
         )
         .await
         .unwrap();
-    assert_eq!(out, "Oslo 5 imperial for acme");
+    assert_eq!(out.text(), "Oslo 5 imperial for acme");
 }
 
 #[tokio::test]
@@ -352,12 +358,12 @@ async fn optional_arguments_accept_absence_and_null() {
         .call(json!({"query": "q", "limit": null}), Ctx::new())
         .await
         .unwrap();
-    assert_eq!(out, "q None None");
+    assert_eq!(out.text(), "q None None");
     let out = Search
         .call(json!({"query": "q", "site": "a.b"}), Ctx::new())
         .await
         .unwrap();
-    assert_eq!(out, "q None Some(\"a.b\")");
+    assert_eq!(out.text(), "q None Some(\"a.b\")");
 }
 
 #[tokio::test]
@@ -397,19 +403,28 @@ async fn results_render_display_as_text_and_other_serialize_as_json() {
         Total
             .call(json!({"values": [1, 2], "nested": [[]]}), Ctx::new())
             .await
-            .unwrap(),
+            .unwrap()
+            .text(),
         "4"
     );
-    assert_eq!(NoParams.call(Value::Null, Ctx::new()).await.unwrap(), "");
     assert_eq!(
-        FindUser.call(json!({"who": 7}), Ctx::new()).await.unwrap(),
+        NoParams.call(Value::Null, Ctx::new()).await.unwrap(),
+        Content::default()
+    );
+    assert_eq!(
+        FindUser
+            .call(json!({"who": 7}), Ctx::new())
+            .await
+            .unwrap()
+            .text(),
         "Id(7)"
     );
     assert_eq!(
         Locate
             .call(json!({"name": "home"}), Ctx::new())
             .await
-            .unwrap(),
+            .unwrap()
+            .text(),
         r#"{"x":1.0,"y":2.0,"label":"home"}"#
     );
 }
@@ -489,9 +504,16 @@ fn transcript_length(ctx: &Ctx) -> usize {
 #[tokio::test]
 async fn ctx_carries_the_transcript() {
     let ctx = Ctx::new().with_messages(vec![Message::user("a"), Message::assistant("b")]);
-    assert_eq!(TranscriptLength.call(json!({}), ctx).await.unwrap(), "2");
     assert_eq!(
-        TranscriptLength.call(json!({}), Ctx::new()).await.unwrap(),
+        TranscriptLength.call(json!({}), ctx).await.unwrap().text(),
+        "2"
+    );
+    assert_eq!(
+        TranscriptLength
+            .call(json!({}), Ctx::new())
+            .await
+            .unwrap()
+            .text(),
         "0"
     );
     assert_eq!(
@@ -523,7 +545,7 @@ async fn a_sync_tool_runs_on_the_blocking_pool_and_never_stalls_the_others() {
     );
     assert_eq!(
         (a.unwrap(), b.unwrap()),
-        ("rested".to_owned(), "rested".to_owned())
+        (Content::from("rested"), Content::from("rested"))
     );
     assert!(
         timer_fired < Duration::from_millis(250),
@@ -534,7 +556,7 @@ async fn a_sync_tool_runs_on_the_blocking_pool_and_never_stalls_the_others() {
 #[test]
 fn a_sync_tool_works_outside_a_runtime_too() {
     let out = futures_executor_block_on(Nap.call(json!({"millis": 1}), Ctx::new()));
-    assert_eq!(out.unwrap(), "rested");
+    assert_eq!(out.unwrap().text(), "rested");
 }
 
 /// Polls a future to completion on this thread, with no tokio runtime around it.
@@ -573,8 +595,14 @@ async fn a_panicking_tool_is_a_failed_call_not_a_crash() {
         .tool(ExplodeAsync)
         .build()
         .unwrap();
-    let err = tools.call("explode", json!({})).await.unwrap_err();
+    let err = tools
+        .call("explode", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.model_text(), "Error: the tool panicked: kaboom");
-    let err = tools.call("explode_async", json!({})).await.unwrap_err();
+    let err = tools
+        .call("explode_async", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.model_text(), "Error: the tool panicked: async kaboom");
 }

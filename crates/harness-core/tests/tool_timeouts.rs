@@ -1,7 +1,7 @@
-//! A tool that never returns cannot hold its run: at its timeout (its own, or the agent's or
-//! toolbox's default) the call is stopped, its future dropped, and the model reads the timeout
-//! as the call's result. Calls that finish in time, and tools with a longer limit of their
-//! own, are untouched; a limit of zero is refused when the agent or toolbox is built.
+//! A tool that never returns cannot hold its run: at its timeout (its own, or its toolbox's
+//! default) the call is stopped, its future dropped, and the model reads the timeout as the
+//! call's result. Calls that finish in time, and tools with a longer limit of their own, are
+//! untouched; a limit of zero is refused when the agent or toolbox is built.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::panic)]
 
@@ -12,8 +12,8 @@ use std::time::Duration;
 use harness_core::agent::{Agent, StopReason};
 use harness_core::testing::ScriptedModel;
 use harness_core::{
-    CompletionResponse, Ctx, ErrorKind, Role, Tool, ToolCall, ToolError, ToolErrorKind, ToolSpec,
-    Toolbox, tool,
+    CallOptions, CompletionResponse, Content, Ctx, ErrorKind, Role, Tool, ToolCall, ToolError,
+    ToolErrorKind, ToolSpec, Toolbox, tool,
 };
 use serde_json::{Value, json};
 
@@ -77,10 +77,14 @@ async fn a_hanging_tool_is_stopped_and_the_model_reads_why() {
         ]),
         CompletionResponse::text("Done without it."),
     ]));
-    let agent = Agent::builder(Arc::clone(&model))
+    let tools = Toolbox::builder()
         .tool(Hang)
         .tool(Patient)
         .tool_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let agent = Agent::builder(Arc::clone(&model))
+        .toolbox(tools)
         .build()
         .unwrap();
     let state = agent.run("Ask.").await.unwrap();
@@ -118,7 +122,10 @@ async fn a_tools_own_limit_wins_and_a_blocking_tool_is_not_waited_for() {
         .build()
         .unwrap();
     let started = std::time::Instant::now();
-    let err = tools.call("grind", json!({"n": 1})).await.unwrap_err();
+    let err = tools
+        .call("grind", json!({"n": 1}), CallOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ToolErrorKind::TimedOut);
     assert!(err.is_timed_out());
     assert_eq!(err.tool(), Some("grind"));
@@ -141,28 +148,40 @@ async fn calls_that_finish_in_time_are_untouched() {
     assert_eq!(tools.tool_timeout(), Some(Duration::from_millis(10)));
     // Patient's own hour wins over the toolbox's 10 ms.
     assert_eq!(
-        tools.call("patient", json!({"word": "w"})).await.unwrap(),
+        tools
+            .call("patient", json!({"word": "w"}), CallOptions::new())
+            .await
+            .unwrap()
+            .text(),
         "w"
     );
 }
 
 /// A tool of one's own with a limit of zero.
-struct Never(ToolSpec);
+struct Never(Arc<ToolSpec>);
 
 #[async_trait::async_trait]
 impl Tool for Never {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.0
     }
-    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
-        Ok(String::new())
+    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
+        Ok(Content::default())
     }
+}
+
+fn never() -> Never {
+    Never(Arc::new(
+        ToolSpec::new("never", "Never.", json!({"type": "object"})).with_timeout(Duration::ZERO),
+    ))
 }
 
 #[test]
 fn a_zero_limit_is_refused_at_build() {
     let model = || ScriptedModel::new([CompletionResponse::text("x")]);
-    let error = Agent::builder(model())
+    // The default limit is the toolbox's (an agent takes it with the toolbox).
+    let error = Toolbox::builder()
+        .tool(Patient)
         .tool_timeout(Duration::ZERO)
         .build()
         .unwrap_err();
@@ -172,19 +191,16 @@ fn a_zero_limit_is_refused_at_build() {
         "{error}"
     );
 
-    let error = Toolbox::builder()
-        .tool_timeout(Duration::ZERO)
-        .build()
-        .unwrap_err();
+    let error = Toolbox::builder().tool(never()).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Configuration);
     assert!(
-        error.to_string().contains("tool timeout is zero"),
+        error
+            .to_string()
+            .contains("tool 'never' has a timeout of zero"),
         "{error}"
     );
 
-    let never = Never(
-        ToolSpec::new("never", "Never.", json!({"type": "object"})).with_timeout(Duration::ZERO),
-    );
-    let error = Agent::builder(model()).tool(never).build().unwrap_err();
+    let error = Agent::builder(model()).tool(never()).build().unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Configuration);
     assert!(
         error

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harness_core::{
-    Ctx, ElicitationRequest, ElicitationResponse, Human, Tool, ToolError, ToolSpec, Toolbox,
-    async_trait, tool,
+    CallOptions, Content, Ctx, ElicitationRequest, ElicitationResponse, Human, Tool, ToolError,
+    ToolSpec, Toolbox, approve_fn, async_trait, tool,
 };
 use serde_json::{Value, json};
 
@@ -37,24 +37,24 @@ mod elsewhere {
 }
 
 /// A tool built by hand, as an MCP client builds its tools.
-struct Dynamic(ToolSpec);
+struct Dynamic(Arc<ToolSpec>);
 
 #[async_trait]
 impl Tool for Dynamic {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.0
     }
-    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
-        Ok(arguments.to_string())
+    async fn call(&self, arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
+        Ok(arguments.to_string().into())
     }
 }
 
 fn dynamic(name: &str) -> Dynamic {
-    Dynamic(ToolSpec::new(
+    Dynamic(Arc::new(ToolSpec::new(
         name,
         "Echo the arguments.",
         json!({"type": "object", "properties": {}}),
-    ))
+    )))
 }
 
 #[test]
@@ -86,11 +86,11 @@ fn a_different_tool_under_a_taken_name_says_how_to_rename() {
          #[tool(name = \"...\")]"
     );
     // Same type, different spec: also a different tool.
-    let other = Dynamic(ToolSpec::new(
+    let other = Dynamic(Arc::new(ToolSpec::new(
         "echo",
         "Something else.",
         json!({"type": "object"}),
-    ));
+    )));
     let err = Toolbox::builder()
         .tool(dynamic("echo"))
         .tool(other)
@@ -103,7 +103,7 @@ fn a_different_tool_under_a_taken_name_says_how_to_rename() {
 fn a_toolbox_grows_through_its_builder_keeping_its_approver() {
     let tools = Toolbox::builder()
         .tool(GetWeather)
-        .approve(|_, _| false)
+        .human(approve_fn(|_, _| false))
         .build()
         .unwrap()
         .into_builder()
@@ -136,7 +136,10 @@ async fn an_unknown_name_is_a_typed_not_found_error() {
         err.to_string(),
         "Unknown tool: get_wether. Registered tools: get_weather, wire_transfer."
     );
-    let err = tools.call("nope", json!({})).await.unwrap_err();
+    let err = tools
+        .call("nope", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
     assert!(err.is_not_found());
     assert_eq!(
         Toolbox::new().get("x").unwrap_err().to_string(),
@@ -153,7 +156,11 @@ fn schemas_come_in_registration_order_ready_for_a_provider() {
         .build()
         .unwrap();
     assert_eq!(
-        tools.schemas().to_vec(),
+        tools
+            .specs()
+            .iter()
+            .map(|spec| spec.to_schema())
+            .collect::<Vec<_>>(),
         vec![
             json!({
                 "name": "wire_transfer",
@@ -193,10 +200,14 @@ async fn without_an_approver_nothing_is_gated_at_the_toolbox() {
     let tools = Toolbox::builder().tool(WireTransfer).build().unwrap();
     assert!(!tools.can_ask());
     let out = tools
-        .call("wire_transfer", json!({"amount_usd": 5, "to": "acme"}))
+        .call(
+            "wire_transfer",
+            json!({"amount_usd": 5, "to": "acme"}),
+            CallOptions::new(),
+        )
         .await
         .unwrap();
-    assert_eq!(out, "sent $5 to acme");
+    assert_eq!(out.text(), "sent $5 to acme");
 }
 
 #[tokio::test]
@@ -206,22 +217,30 @@ async fn a_sync_approver_rules_on_gated_calls_only() {
     let tools = Toolbox::builder()
         .tool(WireTransfer)
         .tool(GetWeather)
-        .approve(move |name, arguments| {
+        .human(approve_fn(move |name, arguments| {
             seen.fetch_add(1, Ordering::SeqCst);
             name == "wire_transfer" && arguments["amount_usd"].as_u64().unwrap_or(u64::MAX) <= 1_000
-        })
+        }))
         .build()
         .unwrap();
     assert!(tools.can_ask());
 
     let ok = tools
-        .call("wire_transfer", json!({"amount_usd": 500, "to": "a"}))
+        .call(
+            "wire_transfer",
+            json!({"amount_usd": 500, "to": "a"}),
+            CallOptions::new(),
+        )
         .await
         .unwrap();
-    assert_eq!(ok, "sent $500 to a");
+    assert_eq!(ok.text(), "sent $500 to a");
 
     let err = tools
-        .call("wire_transfer", json!({"amount_usd": 50_000, "to": "b"}))
+        .call(
+            "wire_transfer",
+            json!({"amount_usd": 50_000, "to": "b"}),
+            CallOptions::new(),
+        )
         .await
         .unwrap_err();
     assert!(err.is_denied());
@@ -234,24 +253,36 @@ async fn a_sync_approver_rules_on_gated_calls_only() {
 
     // Not gated: the approver is not consulted.
     tools
-        .call("get_weather", json!({"city": "Oslo"}))
+        .call("get_weather", json!({"city": "Oslo"}), CallOptions::new())
         .await
         .unwrap();
     assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+/// An approver that awaits before it rules, as one asking over a network would.
+struct AsyncApprover;
+
+#[async_trait]
+impl Human for AsyncApprover {
+    async fn approve(&self, name: &str, _arguments: &Value) -> bool {
+        tokio::task::yield_now().await;
+        name != "wire_transfer"
+    }
 }
 
 #[tokio::test]
 async fn an_async_approver_is_awaited() {
     let tools = Toolbox::builder()
         .tool(WireTransfer)
-        .approve_async(|name, _arguments| async move {
-            tokio::task::yield_now().await;
-            name != "wire_transfer"
-        })
+        .human(AsyncApprover)
         .build()
         .unwrap();
     let err = tools
-        .call("wire_transfer", json!({"amount_usd": 1, "to": "x"}))
+        .call(
+            "wire_transfer",
+            json!({"amount_usd": 1, "to": "x"}),
+            CallOptions::new(),
+        )
         .await
         .unwrap_err();
     assert!(err.is_denied());
@@ -325,12 +356,16 @@ async fn a_human_rules_on_gated_calls_and_answers_the_questions_tools_ask() {
     let tools = Toolbox::builder()
         .tool(Bill)
         .tool(WireTransfer)
-        .shared_human(operator.clone())
+        .human(Arc::clone(&operator))
         .build()
         .unwrap();
     assert!(tools.can_ask());
     assert_eq!(
-        tools.call("bill", json!({})).await.unwrap(),
+        tools
+            .call("bill", json!({}), CallOptions::new())
+            .await
+            .unwrap()
+            .text(),
         r#"-: billed "ops""#
     );
     let asked = operator.asked.lock().unwrap().clone();
@@ -338,14 +373,22 @@ async fn a_human_rules_on_gated_calls_and_answers_the_questions_tools_ask() {
     assert_eq!(asked[0].source, "bill");
     assert_eq!(asked[0].message, "Which account?");
     let refused = tools
-        .call("wire_transfer", json!({"amount_usd": 1, "to": "x"}))
+        .call(
+            "wire_transfer",
+            json!({"amount_usd": 1, "to": "x"}),
+            CallOptions::new(),
+        )
         .await
         .unwrap_err();
     assert!(refused.is_denied(), "{refused}");
     // A context that brings its own human keeps it: the narrower wins.
     let own = Ctx::new().with_human(Declines);
     assert_eq!(
-        tools.call_with_ctx("bill", json!({}), &own).await.unwrap(),
+        tools
+            .call("bill", json!({}), CallOptions::new().with_ctx(own))
+            .await
+            .unwrap()
+            .text(),
         "-: not billed (Decline)"
     );
 }
@@ -382,7 +425,7 @@ async fn with_no_human_a_question_pauses_the_run_and_the_call_id_reaches_the_too
     ]);
     let tools = Toolbox::builder()
         .tool(Bill)
-        .shared_human(operator.clone())
+        .human(Arc::clone(&operator))
         .build()
         .unwrap();
     let agent = Agent::builder(model).toolbox(tools).build().unwrap();

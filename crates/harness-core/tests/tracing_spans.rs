@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use harness_core::agent::Agent;
 use harness_core::testing::ScriptedModel;
 use harness_core::{
-    CompletionResponse, FinishReason, Llm, ModelSettings, ProviderError, Request, TokenUsage,
-    ToolCall, async_trait, tool,
+    CompletionResponse, FinishReason, Llm, ModelInfo, ModelSettings, ProviderError, Request,
+    RunError, TokenUsage, ToolCall, async_trait, tool,
 };
 use serde_json::json;
 use tracing::field::{Field, Visit};
@@ -72,20 +72,20 @@ fn flaky() -> Result<String, String> {
     Err("the service is down".to_owned())
 }
 
-/// A scripted model under a vendor's name, as a provider names itself.
-struct Named(&'static str, ScriptedModel);
+/// A scripted model under a vendor's name, as a provider names itself: provider, model.
+struct Named(&'static str, &'static str, ScriptedModel);
 
 #[async_trait]
 impl Llm for Named {
     async fn generate(&self, request: Request<'_>) -> harness_core::Result<CompletionResponse> {
-        self.1.generate(request).await
+        self.2.generate(request).await
     }
-    fn name(&self) -> String {
-        self.0.to_owned()
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new(self.0, self.1)
     }
 }
 
-fn run_traced(agent: &Agent) -> (Vec<Span>, harness_core::Result<harness_core::AgentState>) {
+fn run_traced(agent: &Agent) -> (Vec<Span>, Result<harness_core::AgentState, RunError>) {
     let capture = std::sync::Arc::new(Capture::default());
     let result =
         tracing::subscriber::with_default(capture.clone(), || agent.run_blocking("1 + 2?"));
@@ -104,7 +104,8 @@ fn field(span: &Span, name: &str) -> Option<String> {
 #[test]
 fn spans_follow_the_genai_conventions() {
     let model = Named(
-        "gemini:gemini-2.5-flash",
+        "gemini",
+        "gemini-2.5-flash",
         ScriptedModel::new([
             CompletionResponse::from_tool_calls(vec![
                 ToolCall::new("add", json!({"a": 1, "b": 2})).with_id("call-1"),
@@ -206,7 +207,8 @@ fn spans_follow_the_genai_conventions() {
 #[test]
 fn failures_are_recorded_on_their_spans() {
     let model = Named(
-        "openai:gpt-4o-mini",
+        "openai",
+        "gpt-4o-mini",
         ScriptedModel::new([CompletionResponse::from_tool_calls(vec![
             ToolCall::new("flaky", json!({})).with_id("c"),
         ])])

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use harness_core::LlmEvent;
-use harness_providers::{SseDecoder, StreamFormat, decode_stream};
+use harness_providers::SseDecoder;
+use harness_providers::replay::{Format, decode_stream};
 
 /// Counts heap allocations, to check the decoder allocates nothing per event beyond the
 /// deltas it hands out.
@@ -45,31 +46,31 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const STREAMS: &[(&str, StreamFormat)] = &[
+const STREAMS: &[(&str, Format)] = &[
     (
         "openai/chat_stream_text_after_tool_result_include_usage.sse",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
     ),
     (
         "openai/chat_stream_single_tool_call_usage.sse",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
     ),
     (
         "llamacpp/chat_stream_text_include_usage.sse",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
     ),
     (
         "anthropic/messages_stream_thinking_signature_delta.sse",
-        StreamFormat::Anthropic,
+        Format::Anthropic,
     ),
     (
         "anthropic/messages_stream_server_tool_search_then_tool_use_input_json_delta.sse",
-        StreamFormat::Anthropic,
+        Format::Anthropic,
     ),
-    ("gemini/stream_text_final.sse", StreamFormat::Gemini),
+    ("gemini/stream_text_final.sse", Format::Gemini),
     (
         "gemini/stream_function_call_thought_signature.sse",
-        StreamFormat::Gemini,
+        Format::Gemini,
     ),
 ];
 
@@ -87,7 +88,7 @@ fn count_events(body: &[u8]) -> usize {
 }
 
 /// Allocations and deltas of one decode.
-fn allocations(format: StreamFormat, body: &[u8]) -> (usize, usize) {
+fn allocations(format: Format, body: &[u8]) -> (usize, usize) {
     let mut deltas = 0;
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     decode_stream(format, body, 1024, |e| {
@@ -118,7 +119,7 @@ fn with_middle_twice(body: &[u8]) -> (Vec<u8>, usize) {
 }
 
 /// The fastest of five batches of `rounds` decodes, per decode.
-fn best_time(format: StreamFormat, body: &[u8], rounds: u32) -> std::time::Duration {
+fn best_time(format: Format, body: &[u8], rounds: u32) -> std::time::Duration {
     (0..5)
         .map(|_| {
             let started = std::time::Instant::now();

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    Agent, BoxStream, CompletionResponse, FinishReason, Llm, LlmEvent, Request, Result, Role,
-    TokenUsage, async_trait,
+    Agent, BoxStream, CompletionResponse, FinishReason, Llm, LlmEvent, ModelInfo, Request, Result,
+    Role, TokenUsage, async_trait,
 };
 use harness_providers::rest::{self, Accumulator, HttpClient, HttpConfig, SseEvent, Vendor, json};
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,10 @@ impl Quill {
 #[async_trait]
 impl Llm for Quill {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        let answer = self.client.post(PATH, &self.body(&request, false)).await?;
+        let body = self.body(&request, false);
+        // The request's vendor fields (`ModelSettings::extra`) are merged into the body last.
+        let sent = rest::with_extra(&body, &request.settings.extra);
+        let answer = self.client.post(PATH, &sent).await?;
         // The same wire type and accumulator as a stream: one parser for both answers.
         let piece: Piece<'_> = json::answer(QUILL, PATH, &answer)?;
         let mut accumulator = QuillAccumulator::default();
@@ -78,29 +81,22 @@ impl Llm for Quill {
         accumulator.finish()
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        let accumulator = QuillAccumulator::default();
-        rest::stream(&self.client, PATH, &self.body(&request, true), accumulator)
-    }
-
-    // The same stream owning its client (the body is serialised here): an agent's watcher
-    // then reads it directly, with nothing passed through the run for each event.
-    fn stream_events_owned(
-        &self,
-        request: Request<'_>,
-    ) -> Option<BoxStream<'static, Result<LlmEvent>>> {
-        let accumulator = QuillAccumulator::default();
+    // The stream owns its client (the body is serialised here), so it outlives the request
+    // and can be handed on: an agent's watcher reads it directly, with nothing passed
+    // through the run for each event.
+    fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         let body = self.body(&request, true);
-        Some(rest::stream_owned(
+        let sent = rest::with_extra(&body, &request.settings.extra);
+        rest::stream(
             Arc::clone(&self.client),
             PATH,
-            &body,
-            accumulator,
-        ))
+            &sent,
+            QuillAccumulator::default(),
+        )
     }
 
-    fn name(&self) -> String {
-        format!("quill:{}", self.model)
+    fn info(&self) -> ModelInfo {
+        ModelInfo::new(QUILL.id, &self.model)
     }
 }
 
@@ -301,7 +297,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
 
     // Streamed, through the trait: the deltas as they come, then the whole turn.
     let messages = [harness_core::Message::user("What does a writer need?")];
-    let mut events = quill.stream_events(Request::new(&messages));
+    let mut events = Arc::clone(&quill).stream(Request::new(&messages));
     while let Some(event) = events.next().await {
         match event? {
             LlmEvent::TextDelta(piece) => println!("delta: {piece:?}"),
@@ -317,7 +313,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
 
     // The same model drives an agent like any built-in provider.
-    let agent = Agent::builder(Arc::clone(&quill) as Arc<dyn Llm>).build()?;
+    let agent = Agent::builder(quill).build()?;
     let state = agent.run("What does a writer need?").await?;
     println!("agent: {}", state.output_text());
     Ok(())
@@ -331,11 +327,11 @@ mod tests {
     #[tokio::test]
     async fn a_stream_hands_out_each_token_then_the_whole_turn() {
         let (url, mut bodies) = server::serve(STREAM, WHOLE).await.unwrap();
-        let quill = Quill::new(&url, "k", "quill-1").unwrap();
+        let quill = Arc::new(Quill::new(&url, "k", "quill-1").unwrap());
         let messages = [Message::system("Be brief."), Message::user("hi")];
         let settings = ModelSettings::new().with_max_tokens(20);
         let request = Request::new(&messages).with_settings(&settings);
-        let events: Vec<_> = quill.stream_events(request).collect().await;
+        let events: Vec<_> = quill.stream(request).collect().await;
         let mut deltas = Vec::new();
         let mut completed = None;
         for event in events {
@@ -373,9 +369,9 @@ mod tests {
     async fn a_stream_cut_before_its_end_event_is_an_error_naming_quill() {
         let cut = "event: token\ndata: {\"text\":\"Ink \"}\n\n";
         let (url, _) = server::serve(cut, WHOLE).await.unwrap();
-        let quill = Quill::new(&url, "k", "quill-1").unwrap();
+        let quill = Arc::new(Quill::new(&url, "k", "quill-1").unwrap());
         let messages = [Message::user("hi")];
-        let events: Vec<_> = quill.stream_events(Request::new(&messages)).collect().await;
+        let events: Vec<_> = quill.stream(Request::new(&messages)).collect().await;
         // The delta already seen stays delivered; the stream then ends in a typed error.
         assert!(matches!(&events[0], Ok(LlmEvent::TextDelta(t)) if t == "Ink "));
         let err = events.last().unwrap().as_ref().unwrap_err();
@@ -392,9 +388,12 @@ mod tests {
     async fn an_error_event_and_bad_json_are_typed_errors() {
         let failing = "event: error\ndata: {\"message\":\"the quill broke\"}\n\n";
         let (url, _) = server::serve(failing, "not json").await.unwrap();
-        let quill = Quill::new(&url, "k", "quill-1").unwrap();
+        let quill = Arc::new(Quill::new(&url, "k", "quill-1").unwrap());
         let messages = [Message::user("hi")];
-        let events: Vec<_> = quill.stream_events(Request::new(&messages)).collect().await;
+        let events: Vec<_> = Arc::clone(&quill)
+            .stream(Request::new(&messages))
+            .collect()
+            .await;
         let err = events.last().unwrap().as_ref().unwrap_err();
         assert_eq!(err.provider().unwrap().kind(), ProviderErrorKind::Vendor);
         assert!(err.to_string().contains("the quill broke"), "{err}");
@@ -412,5 +411,28 @@ mod tests {
         let state = agent.run("hi").await.unwrap();
         assert_eq!(state.output_text(), "Ink and paper.");
         assert_eq!(state.usage.total_tokens, 12);
+    }
+
+    #[tokio::test]
+    async fn the_model_tells_what_it_is_and_sends_the_vendor_fields_last() {
+        let (url, mut bodies) = server::serve(STREAM, WHOLE).await.unwrap();
+        let quill = Arc::new(Quill::new(&url, "k", "quill-1").unwrap());
+        assert_eq!(quill.info().name(), "quill:quill-1");
+        let messages = [Message::user("hi")];
+        let settings = ModelSettings::new()
+            .with_temperature(0.5)
+            .with_extra("temperature", serde_json::json!(0.1))
+            .with_extra("seed", serde_json::json!(7));
+        let request = Request::new(&messages).with_settings(&settings);
+        quill.generate(request).await.unwrap();
+        assert_eq!(
+            bodies.recv().await.unwrap(),
+            r#"{"model":"quill-1","turns":[{"speaker":"user","text":"hi"}],"temperature":0.1,"stream":false,"seed":7}"#
+        );
+        let _: Vec<_> = Arc::clone(&quill).stream(request).collect().await;
+        assert_eq!(
+            bodies.recv().await.unwrap(),
+            r#"{"model":"quill-1","turns":[{"speaker":"user","text":"hi"}],"temperature":0.1,"stream":true,"seed":7}"#
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! against recordings of your own. Feature `replay`.
 //!
 //! ```
-//! use deepharness_providers::replay::{Format, decode_answer, decode_stream};
+//! use harness_providers::replay::{Format, decode_answer, decode_stream};
 //! use serde_json::json;
 //!
 //! let answer = json!({"choices": [{"message": {"role": "assistant", "content": "hi"},

@@ -12,13 +12,14 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use futures_util::StreamExt as _;
 use harness_core::{Agent, Budget, FinishReason, Role, StopReason};
 use harness_core::{Llm as _, Request};
+use harness_providers::replay::{Format, decode_answer, decode_stream};
 use harness_providers::rest::RetryPolicy;
-use harness_providers::{
-    Gemini, Groq, LlamaCpp, Ollama, OpenAi, StreamFormat, decode_stream, parse,
-};
+use harness_providers::{Gemini, Groq, LlamaCpp, Ollama, OpenAi};
 use serde_json::{Value, json};
 use support::{Reply, Server};
 
@@ -76,7 +77,7 @@ fn sse(chunks: &[Value]) -> Vec<u8> {
 #[test]
 fn a_dropped_call_is_marked_and_keeps_the_vendors_words() {
     for with_text in [false, true] {
-        let response = parse::gemini(&malformed(with_text)).unwrap();
+        let response = decode_answer(Format::Gemini, &malformed(with_text)).unwrap();
         assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
         assert_eq!(response.finish_message(), Some(BROKEN));
         assert!(response.tool_calls().is_empty());
@@ -90,7 +91,7 @@ fn a_dropped_call_is_marked_and_keeps_the_vendors_words() {
     }
     // No content at all, and a tool that was not offered.
     let unexpected = json!({"candidates": [{"finishReason": "UNEXPECTED_TOOL_CALL"}]});
-    let response = parse::gemini(&unexpected).unwrap();
+    let response = decode_answer(Format::Gemini, &unexpected).unwrap();
     assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
     assert_eq!(response.finish_message(), None);
     assert_eq!(
@@ -109,7 +110,7 @@ fn a_dropped_call_is_marked_and_keeps_the_vendors_words() {
         json!({"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": BROKEN}],
                "usageMetadata": {"promptTokenCount": 33, "totalTokenCount": 33}}),
     ]);
-    let response = decode_stream(StreamFormat::Gemini, &body, 5, |_| {}).unwrap();
+    let response = decode_stream(Format::Gemini, &body, 5, |_| {}).unwrap();
     assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
     assert_eq!(response.finish_message(), Some(BROKEN));
     assert_eq!(response.content(), "Let me look.");
@@ -148,7 +149,7 @@ async fn the_agent_tells_the_model_and_asks_again() {
             .build()
             .unwrap();
         let state = if streamed {
-            let mut events = agent.stream_events("Weather in Paris?");
+            let mut events = agent.stream("Weather in Paris?");
             let mut last = None;
             while let Some(event) = futures_util::StreamExt::next(&mut events).await {
                 last = Some(event.unwrap());
@@ -270,27 +271,24 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
     );
 
     // A streamed request refused before its body starts: the same turn, as the only event,
-    // borrowed or owned.
+    // the stream polled while the request it was made from is gone.
     let server = Server::always(Reply::json(400, groq_refusal(generation).to_string())).await;
-    let model = groq(&server.url);
-    let borrowed: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
-    let owned: Vec<_> = model
-        .stream_events_owned(Request::new(&[]))
-        .unwrap()
-        .collect()
-        .await;
-    for events in [borrowed, owned] {
-        let [Ok(harness_core::LlmEvent::Completed(turn))] = &events[..] else {
-            panic!("{events:?}");
-        };
-        assert_eq!(turn.finish_reason(), FinishReason::MalformedToolCall);
-        assert!(turn.tool_calls().is_empty());
-        assert!(
-            turn.finish_message()
-                .unwrap()
-                .ends_with(&format!("What the model wrote: {generation}"))
-        );
-    }
+    let model = Arc::new(groq(&server.url));
+    let stream = {
+        let messages = vec![harness_core::Message::user("Weather in Paris?")];
+        Arc::clone(&model).stream(Request::new(&messages))
+    };
+    let events: Vec<_> = stream.collect().await;
+    let [Ok(harness_core::LlmEvent::Completed(turn))] = &events[..] else {
+        panic!("{events:?}");
+    };
+    assert_eq!(turn.finish_reason(), FinishReason::MalformedToolCall);
+    assert!(turn.tool_calls().is_empty());
+    assert!(
+        turn.finish_message()
+            .unwrap()
+            .ends_with(&format!("What the model wrote: {generation}"))
+    );
 
     // Any other 400 stays the error it is, streamed or not.
     let other = json!({"error": {"message": "bad model", "type": "invalid_request_error",
@@ -301,8 +299,8 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
         .await
         .unwrap_err();
     assert_eq!(error.status(), Some(400));
-    let model = groq(&server.url);
-    let events: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+    let model = Arc::new(groq(&server.url));
+    let events: Vec<_> = model.stream(Request::new(&[])).collect().await;
     let [Err(error)] = &events[..] else {
         panic!("{events:?}");
     };
@@ -315,7 +313,7 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
     let (events, response) = {
         let mut events = Vec::new();
         let response =
-            decode_stream(StreamFormat::OpenAi, body.as_bytes(), 3, |e| events.push(e)).unwrap();
+            decode_stream(Format::OpenAi, body.as_bytes(), 3, |e| events.push(e)).unwrap();
         (events, response)
     };
     assert_eq!(
@@ -335,7 +333,7 @@ async fn groqs_refused_call_is_a_turn_not_a_failure() {
         "data: {}\n\n",
         json!({"error": {"message": "overloaded", "code": "503"}})
     );
-    assert!(decode_stream(StreamFormat::OpenAi, other.as_bytes(), 3, |_| {}).is_err());
+    assert!(decode_stream(Format::OpenAi, other.as_bytes(), 3, |_| {}).is_err());
 }
 
 #[tokio::test]
@@ -422,7 +420,7 @@ async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retry
     ];
     for (server_name, body, said) in cases {
         let server = Server::always(Reply::json(500, body)).await;
-        let model = if server_name == "llama.cpp" {
+        let model = Arc::new(if server_name == "llama.cpp" {
             LlamaCpp::builder("m")
                 .base_url(&server.url)
                 .retry(quick_retry())
@@ -434,7 +432,7 @@ async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retry
                 .retry(quick_retry())
                 .build()
                 .unwrap()
-        };
+        });
         let response = model.generate(Request::new(&[])).await.unwrap();
         assert_eq!(
             response.finish_reason(),
@@ -450,7 +448,7 @@ async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retry
         // A 500 is retried first, as any: a new sample may come out whole.
         assert_eq!(server.requests().len(), 2, "{server_name}");
         // A streamed request answered so, before any event: the same turn.
-        let events: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+        let events: Vec<_> = Arc::clone(&model).stream(Request::new(&[])).collect().await;
         let [Ok(harness_core::LlmEvent::Completed(turn))] = &events[..] else {
             panic!("{server_name}: {events:?}");
         };
@@ -477,6 +475,6 @@ async fn local_servers_refusing_their_models_call_give_the_same_turn_after_retry
 
     // Streamed, llama.cpp sends the refusal as an error event.
     let body = format!("data: {LLAMA_CPP_REFUSAL}\n\n");
-    let response = decode_stream(StreamFormat::OpenAi, body.as_bytes(), 4, |_| {}).unwrap();
+    let response = decode_stream(Format::OpenAi, body.as_bytes(), 4, |_| {}).unwrap();
     assert_eq!(response.finish_reason(), FinishReason::MalformedToolCall);
 }

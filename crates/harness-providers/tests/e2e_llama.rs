@@ -4,6 +4,8 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+
 use futures_util::StreamExt as _;
 use harness_core::Request;
 use harness_core::{Agent, FinishReason, Llm, LlmEvent, Message};
@@ -58,14 +60,14 @@ async fn a_non_streamed_answer_with_usage_and_a_length_finish() {
 #[tokio::test]
 #[ignore = "needs a real llama.cpp server: run by `cargo xtask e2e-llama`"]
 async fn a_streamed_answer_matches_its_deltas_and_the_second_identical_prompt_is_cached() {
-    let model = server();
-    let first: Vec<LlmEvent> = model
-        .stream_events(Request::new(&prompt()))
+    let model = Arc::new(server());
+    let first: Vec<LlmEvent> = Arc::clone(&model)
+        .stream(Request::new(&prompt()))
         .map(|e| e.unwrap())
         .collect()
         .await;
     let second: Vec<LlmEvent> = model
-        .stream_events(Request::new(&prompt()))
+        .stream(Request::new(&prompt()))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -126,7 +128,7 @@ async fn an_agent_runs_end_to_end() {
     ));
     assert!(!state.output_text().is_empty());
     assert!(state.usage.total_tokens > 0);
-    let events: Vec<_> = agent.stream_events("Say goodbye.").collect().await;
+    let events: Vec<_> = agent.stream("Say goodbye.").collect().await;
     assert!(matches!(
         events.last(),
         Some(Ok(harness_core::AgentEvent::Finished(_)))

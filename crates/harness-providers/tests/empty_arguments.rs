@@ -7,8 +7,11 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use harness_core::{Agent, CompletionResponse, Llm, Role, StopReason};
-use harness_providers::{Anthropic, Gemini, OpenAi, StreamFormat, decode_stream, parse};
+use harness_providers::replay::{Format, decode_answer, decode_stream};
+use harness_providers::{Anthropic, Gemini, OpenAi};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
@@ -75,11 +78,11 @@ fn with(mut object: Value, key: &str, value: Option<Value>) -> Value {
 }
 
 impl Vendor {
-    fn format(self) -> StreamFormat {
+    fn format(self) -> Format {
         match self {
-            Self::OpenAi => StreamFormat::OpenAi,
-            Self::Anthropic => StreamFormat::Anthropic,
-            Self::Gemini => StreamFormat::Gemini,
+            Self::OpenAi => Format::OpenAi,
+            Self::Anthropic => Format::Anthropic,
+            Self::Gemini => Format::Gemini,
         }
     }
 
@@ -191,33 +194,27 @@ impl Vendor {
             let body = self.stream(args);
             decode_stream(self.format(), body.as_bytes(), 7, |_| {}).unwrap()
         } else {
-            let answer = self.answer(args);
-            match self {
-                Self::OpenAi => parse::openai(&answer),
-                Self::Anthropic => parse::anthropic(&answer),
-                Self::Gemini => parse::gemini(&answer),
-            }
-            .unwrap()
+            decode_answer(self.format(), &self.answer(args)).unwrap()
         }
     }
 
-    fn model(self, url: &str) -> Box<dyn Llm> {
+    fn model(self, url: &str) -> Arc<dyn Llm> {
         match self {
-            Self::OpenAi => Box::new(
+            Self::OpenAi => Arc::new(
                 OpenAi::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
                     .unwrap(),
             ),
-            Self::Anthropic => Box::new(
+            Self::Anthropic => Arc::new(
                 Anthropic::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
                     .unwrap(),
             ),
-            Self::Gemini => Box::new(
+            Self::Gemini => Arc::new(
                 Gemini::builder("m")
                     .api_key("k")
                     .base_url(url)
@@ -343,7 +340,7 @@ async fn an_agent_runs_a_call_without_parameters_sent_with_null_arguments() {
                 .build()
                 .unwrap();
             let state = if streamed {
-                let mut events = agent.stream_events("What time is it?");
+                let mut events = agent.stream("What time is it?");
                 let mut last = None;
                 while let Some(event) = futures_util::StreamExt::next(&mut events).await {
                     last = Some(event.unwrap());

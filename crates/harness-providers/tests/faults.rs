@@ -21,12 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::agent::{Agent, AgentEvent, AgentState, StopReason};
+use harness_core::agent::{Agent, AgentEvent, AgentState, RunError, StopReason};
 use harness_core::{
     CompletionResponse, Error, FinishReason, Llm, LlmEvent, Message, ProviderError,
     ProviderErrorKind, Role,
 };
-use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy, StreamFormat, decode_stream};
+use harness_providers::replay::{Format, decode_stream};
+use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -300,7 +301,7 @@ macro_rules! configure {
         if let Some(bytes) = knobs.max_bytes {
             builder = builder.max_response_bytes(bytes);
         }
-        Box::new(builder.build().unwrap())
+        Arc::new(builder.build().unwrap())
     }};
 }
 
@@ -313,7 +314,7 @@ impl Vendor {
         }
     }
 
-    fn model(self, url: &str, knobs: Knobs) -> Box<dyn Llm> {
+    fn model(self, url: &str, knobs: Knobs) -> Arc<dyn Llm> {
         match self {
             Self::OpenAi => configure!(OpenAi::builder("m"), url, knobs),
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
@@ -579,10 +580,10 @@ struct Streamed {
     elapsed: Duration,
 }
 
-async fn stream_of(model: &dyn Llm) -> Streamed {
+async fn stream_of(model: &Arc<dyn Llm>) -> Streamed {
     let started = Instant::now();
     let messages = [Message::user("hi")];
-    let mut events = model.stream_events(Request::new(&messages));
+    let mut events = Arc::clone(model).stream(Request::new(&messages));
     let (mut text, mut deltas, mut end) = (String::new(), 0, None);
     while let Some(item) = events.next().await {
         assert!(end.is_none(), "an item after the stream's last: {item:?}");
@@ -729,7 +730,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
         2,
         move |_| async move {
             let server = FaultServer::always(sse(vendor.text_stream(&["Hel", "lo"]))).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let response = got.end.unwrap();
             assert_eq!((got.text.as_str(), response.content()), ("Hello", "Hello"));
             assert_eq!(response.finish_reason(), FinishReason::Stop);
@@ -745,7 +746,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
             steps.push(Step::Sleep(Duration::from_millis(100 + 50 * n as u64)));
             steps.push(Step::Reset);
             let server = FaultServer::always(steps).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             failed(&got.end, ProviderErrorKind::Transport, vendor);
             assert_eq!(got.text, "Hello");
             assert_eq!(server.hits(), 1, "a stream that started is not retried");
@@ -762,7 +763,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
             async move {
                 let sent = whole[..cut].to_vec();
                 let server = FaultServer::always(body(200, Some("text/event-stream"), sent)).await;
-                let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+                let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
                 let err = failed(&got.end, ProviderErrorKind::Incomplete, vendor);
                 contains(err, "ended before");
                 // Exactly the deltas sent before the cut.
@@ -792,7 +793,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
             let server =
                 FaultServer::always(body(200, Some("text/event-stream"), sent[..cut].to_vec()))
                     .await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let err = failed(&got.end, ProviderErrorKind::Incomplete, vendor);
             contains(err, "ended in the middle of an event");
             assert_eq!(got.text, "Hel");
@@ -819,7 +820,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
                 Step::Send(sent[..cut].to_vec()),
             ])
             .await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             failed(&got.end, ProviderErrorKind::Transport, vendor);
             assert_eq!(got.text, "Hel");
         },
@@ -832,7 +833,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
             5,
             move |n| async move {
                 let server = FaultServer::always(body(200, content_type, garbage(n, 4096))).await;
-                let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+                let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
                 let err = failed(&got.end, ProviderErrorKind::Malformed, vendor);
                 contains(err, "not an event stream");
                 assert_eq!(got.deltas, 0);
@@ -850,7 +851,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
             )
             .as_bytes();
             let server = FaultServer::always(body(200, Some("text/html"), page.to_vec())).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let err = failed(&got.end, ProviderErrorKind::Malformed, vendor);
             contains(err, "text/html");
             assert!(err.body().unwrap().contains("502 Bad Gateway"), "{err:?}");
@@ -863,7 +864,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             let server =
                 FaultServer::always(body(200, Some("text/event-stream"), Vec::new())).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let err = failed(&got.end, ProviderErrorKind::Incomplete, vendor);
             contains(err, "before its first event");
         },
@@ -895,7 +896,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
                 Step::Send(vendor.ending()),
             ];
             let server = FaultServer::always(steps).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let response = got.end.unwrap();
             assert_eq!(got.text, "caf\u{e9} \u{fffd} \u{fffd} \u{2713}");
             assert_eq!(response.content(), got.text);
@@ -911,7 +912,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
             event.insert(last, 0xFF);
             let body = [vendor.opening(), vendor.delta("ok"), event, vendor.ending()].concat();
             let server = FaultServer::always(sse(body)).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let err = failed(&got.end, ProviderErrorKind::Malformed, vendor);
             contains(err, "unreadable");
             assert_eq!(got.text, "ok");
@@ -943,7 +944,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
             };
             let model = vendor.model(&server.url, knobs);
             let messages = [Message::user("hi")];
-            let mut events = model.stream_events(Request::new(&messages));
+            let mut events = model.stream(Request::new(&messages));
             let (mut length, mut deltas, mut answer) = (0, 0, None);
             while let Some(item) = events.next().await {
                 match item.unwrap() {
@@ -977,7 +978,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
                 max_bytes: Some(1 << 20),
                 ..Knobs::default()
             };
-            let got = stream_of(&*vendor.model(&server.url, knobs)).await;
+            let got = stream_of(&vendor.model(&server.url, knobs)).await;
             let err = failed(&got.end, ProviderErrorKind::Malformed, vendor);
             contains(err, "without ending an event");
             assert!(got.elapsed < Duration::from_secs(10), "{:?}", got.elapsed);
@@ -998,7 +999,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
                 Step::Forever(b": ping\n\n".to_vec(), Duration::from_millis(40)),
             ])
             .await;
-            let got = stream_of(&*vendor.model(&server.url, quick())).await;
+            let got = stream_of(&vendor.model(&server.url, quick())).await;
             let err = failed(&got.end, ProviderErrorKind::Timeout, vendor);
             contains(err, "total timeout");
             within(
@@ -1018,7 +1019,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
                 Duration::from_millis(100),
             )])
             .await;
-            let got = stream_of(&*vendor.model(&server.url, quick())).await;
+            let got = stream_of(&vendor.model(&server.url, quick())).await;
             let err = failed(&got.end, ProviderErrorKind::Timeout, vendor);
             contains(err, "sent no answer within");
             within(
@@ -1034,7 +1035,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
         1,
         move |_| async move {
             let server = FaultServer::always(vec![Step::Hang]).await;
-            let got = stream_of(&*vendor.model(&server.url, quick())).await;
+            let got = stream_of(&vendor.model(&server.url, quick())).await;
             let err = failed(&got.end, ProviderErrorKind::Timeout, vendor);
             contains(err, "sent no answer within");
             within(
@@ -1056,7 +1057,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
                 total: Some(Duration::from_secs(10)),
                 ..quick()
             };
-            let got = stream_of(&*vendor.model(&server.url, knobs)).await;
+            let got = stream_of(&vendor.model(&server.url, knobs)).await;
             let err = failed(&got.end, ProviderErrorKind::Timeout, vendor);
             contains(err, "sent nothing for");
             assert_eq!(got.text, "Hel");
@@ -1085,7 +1086,7 @@ fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
             ]
             .concat();
             let server = FaultServer::always(sse(body)).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let err = failed(&got.end, ProviderErrorKind::Vendor, vendor);
             assert_eq!(err.message(), VENDOR_MESSAGE);
             assert_eq!(err.error_type(), Some(vendor.error_type()));
@@ -1100,7 +1101,7 @@ fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
             let broken = r#"{"text": "a" oops"#;
             let server =
                 FaultServer::always(sse(vendor.tool_stream("call_1", Args::Broken(broken)))).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let response = got.end.unwrap();
             let call = &response.tool_calls()[0];
             assert_eq!(call.name, "note");
@@ -1413,7 +1414,7 @@ async fn silent_then_answered(vendor: Vendor) {
             ..Knobs::default()
         },
     );
-    let got = stream_of(&*model).await;
+    let got = stream_of(&model).await;
     assert_eq!(got.end.unwrap().content(), "fine");
     assert_eq!(server.hits(), 2);
     // 300 ms given up on, 10 ms of backoff, 150 ms before the retry's answer.
@@ -1459,7 +1460,7 @@ async fn absurd_retry_after(vendor: Vendor, retry_after: &'static str, streamed:
         },
     );
     let (answer, elapsed) = if streamed {
-        let got = stream_of(&*model).await;
+        let got = stream_of(&model).await;
         (got.end, got.elapsed)
     } else {
         generate_of(&*model).await
@@ -1491,7 +1492,7 @@ fn tool_call_probes(probes: &mut Probes) {
             ]
             .concat();
             let server = FaultServer::always(sse(body)).await;
-            let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             let response = got.end.unwrap();
             assert_eq!(response.content(), "half");
             assert_eq!(response.finish_reason(), FinishReason::Other);
@@ -1525,7 +1526,7 @@ async fn openai_shared_index() {
     ]
     .concat();
     let server = FaultServer::always(sse(body)).await;
-    let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+    let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
     let response = got.end.unwrap();
     let calls: Vec<(Option<&str>, &str, Value)> = response
         .tool_calls()
@@ -1569,7 +1570,7 @@ async fn anthropic_restarted_block() {
     ]
     .concat();
     let server = FaultServer::always(sse(body)).await;
-    let got = stream_of(&*vendor.model(&server.url, Knobs::default())).await;
+    let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
     let response = got.end.unwrap();
     let calls: Vec<(Option<&str>, Value)> = response
         .tool_calls()
@@ -1599,10 +1600,10 @@ struct Recording {
 fn recordings() -> Vec<Recording> {
     let mut all = Vec::new();
     for (dir, vendor, format) in [
-        ("openai", Vendor::OpenAi, StreamFormat::OpenAi),
-        ("llamacpp", Vendor::OpenAi, StreamFormat::OpenAi),
-        ("anthropic", Vendor::Anthropic, StreamFormat::Anthropic),
-        ("gemini", Vendor::Gemini, StreamFormat::Gemini),
+        ("openai", Vendor::OpenAi, Format::OpenAi),
+        ("llamacpp", Vendor::OpenAi, Format::OpenAi),
+        ("anthropic", Vendor::Anthropic, Format::Anthropic),
+        ("gemini", Vendor::Gemini, Format::Gemini),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
@@ -1665,7 +1666,7 @@ fn recorded_probes(probes: &mut Probes) {
 async fn recorded_cut(recording: Arc<Recording>, cut: usize) {
     let sent = recording.body[..cut].to_vec();
     let server = FaultServer::always(body(200, Some("text/event-stream"), sent)).await;
-    let got = stream_of(&*recording.vendor.model(&server.url, Knobs::default())).await;
+    let got = stream_of(&recording.vendor.model(&server.url, Knobs::default())).await;
     assert!(recording.text.starts_with(&got.text), "{:?}", got.text);
     match &got.end {
         Ok(response) => {
@@ -1693,7 +1694,7 @@ async fn recorded_reset(recording: Arc<Recording>, last_event: usize, n: usize) 
     let mut steps = sse(body[..cut].to_vec());
     steps.extend([Step::Sleep(Duration::from_millis(100)), Step::Reset]);
     let server = FaultServer::always(steps).await;
-    let got = stream_of(&*recording.vendor.model(&server.url, Knobs::default())).await;
+    let got = stream_of(&recording.vendor.model(&server.url, Knobs::default())).await;
     failed(&got.end, ProviderErrorKind::Transport, recording.vendor);
     assert!(recording.text.starts_with(&got.text), "{:?}", got.text);
 }
@@ -1806,13 +1807,13 @@ async fn agent_server(
     .await
 }
 
-/// The agent's run, through `run` or through `stream_events` (then also the text deltas it
+/// The agent's run, through `run` or through `stream` (then also the text deltas it
 /// passed on before the end).
-async fn agent_outcome(agent: &Agent, streamed: bool) -> (Result<AgentState, Error>, String) {
+async fn agent_outcome(agent: &Agent, streamed: bool) -> (Result<AgentState, RunError>, String) {
     if !streamed {
         return (agent.run("go").await, String::new());
     }
-    let mut events = agent.stream_events("go");
+    let mut events = agent.stream("go");
     let (mut text, mut end) = (String::new(), None);
     while let Some(item) = events.next().await {
         assert!(end.is_none(), "an item after the run's last: {item:?}");
@@ -1830,7 +1831,7 @@ async fn agent_outcome(agent: &Agent, streamed: bool) -> (Result<AgentState, Err
 }
 
 fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault: Fault) {
-    let mode = if streamed { "stream_events" } else { "run" };
+    let mode = if streamed { "stream" } else { "run" };
     let kind = fault.kind(streamed);
     let name = format!(
         "{} agent {mode}: tool turn, then {fault:?} → {kind:?}, transcript kept",
@@ -1850,7 +1851,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
         let err = outcome.expect_err("the run must fail");
         assert!(err.is_provider(), "{err:?}");
         assert_eq!(err.provider().unwrap().kind(), kind, "{err}");
-        let state = err.state().unwrap();
+        let state = err.state();
         assert_eq!(state.stop_reason, StopReason::Unfinished);
         let roles: Vec<Role> = state.messages.iter().map(|m| m.role).collect();
         assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
@@ -1878,7 +1879,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
 }
 
 fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: bool) {
-    let mode = if streamed { "stream_events" } else { "run" };
+    let mode = if streamed { "stream" } else { "run" };
     let name = format!(
         "{} agent {mode}: broken tool arguments → not run, raw kept, answer",
         vendor.id()

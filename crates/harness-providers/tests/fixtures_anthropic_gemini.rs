@@ -5,6 +5,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use harness_core::{ModelSettings, Request};
 
 use harness_core::{
@@ -214,16 +216,16 @@ fn anthropic_requests_replay_signed_thinking_and_match_the_recording() {
         ]),
         Message::tool("Mexico", "get_user_country").with_call_id("toolu_01YGzqpRE16Vricda3Aqcejo"),
     ];
-    let tools: Vec<ToolSpec> = body["tools"]
+    let tools: Vec<Arc<ToolSpec>> = body["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| {
-            ToolSpec::new(
+            Arc::new(ToolSpec::new(
                 t["name"].as_str().unwrap(),
                 t["description"].as_str().unwrap_or(""),
                 t["input_schema"].clone(),
-            )
+            ))
         })
         .collect();
     let model = Anthropic::builder("claude-sonnet-4-0")
@@ -285,8 +287,8 @@ fn anthropic_merges_consecutive_tool_results_and_marks_cache_breakpoints() {
         Message::tool("rb", "b").with_call_id("2"),
     ];
     let tools = [
-        ToolSpec::new("a", "A.", json!({"type": "object"})),
-        ToolSpec::new("b", "B.", json!({"type": "object"})),
+        Arc::new(ToolSpec::new("a", "A.", json!({"type": "object"}))),
+        Arc::new(ToolSpec::new("b", "B.", json!({"type": "object"}))),
     ];
     let body = model.request_body(&Request::new(&conversation).with_tools(&tools), false);
     assert_eq!(
@@ -484,11 +486,11 @@ fn gemini_requests_replay_the_thought_signature_and_match_the_recording() {
         Message::tool("Recorded tree \"root\" with 2 children.", "record").with_call_id(id),
     ];
     let declaration = &body["tools"][0]["functionDeclarations"][0];
-    let tools = [ToolSpec::new(
+    let tools = [Arc::new(ToolSpec::new(
         "record",
         declaration["description"].as_str().unwrap(),
         declaration["parameters_json_schema"].clone(),
-    )];
+    ))];
     let model = Gemini::builder("gemini-2.5-flash")
         .api_key("k")
         .build()

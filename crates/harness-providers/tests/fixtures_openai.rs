@@ -5,6 +5,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use harness_core::Request;
 
 use harness_core::{
@@ -19,7 +21,7 @@ use support::{
 async fn generate(
     path: &str,
     messages: &[Message],
-    tools: &[ToolSpec],
+    tools: &[Arc<ToolSpec>],
 ) -> (CompletionResponse, Server) {
     let server = Server::always(Reply::json(200, fixture(path))).await;
     let model = OpenAi::builder("gpt-4o-mini")
@@ -36,7 +38,11 @@ async fn generate(
     )
 }
 
-async fn stream(path: &str, messages: &[Message], tools: &[ToolSpec]) -> (Vec<LlmEvent>, Server) {
+async fn stream(
+    path: &str,
+    messages: &[Message],
+    tools: &[Arc<ToolSpec>],
+) -> (Vec<LlmEvent>, Server) {
     let server = Server::always(Reply::sse(fixture(path))).await;
     let model = OpenAi::builder("gpt-4o-mini")
         .api_key("sk-test")
@@ -47,8 +53,8 @@ async fn stream(path: &str, messages: &[Message], tools: &[ToolSpec]) -> (Vec<Ll
     (events, server)
 }
 
-fn get_capital() -> ToolSpec {
-    ToolSpec::new(
+fn get_capital() -> Arc<ToolSpec> {
+    Arc::new(ToolSpec::new(
         "get_capital",
         "Get the capital of a country.",
         json!({
@@ -57,7 +63,7 @@ fn get_capital() -> ToolSpec {
             "required": ["country"],
             "type": "object"
         }),
-    )
+    ))
 }
 
 #[tokio::test]
@@ -227,18 +233,18 @@ fn assert_same_shape(ours: &Value, recorded: &Value) {
 }
 
 /// The recorded request's tools as specs.
-fn tools_of(recorded: &Value) -> Vec<ToolSpec> {
+fn tools_of(recorded: &Value) -> Vec<Arc<ToolSpec>> {
     recorded["body"]["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| {
             let f = &t["function"];
-            ToolSpec::new(
+            Arc::new(ToolSpec::new(
                 f["name"].as_str().unwrap(),
                 f["description"].as_str().unwrap_or(""),
                 f["parameters"].clone(),
-            )
+            ))
         })
         .collect()
 }

@@ -8,6 +8,7 @@ mod support;
 
 use harness_core::Request;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
@@ -162,9 +163,9 @@ async fn a_stream_cut_mid_body_errors_without_a_retry_and_keeps_what_was_deliver
     let body = fixture("openai/chat_stream_text_after_tool_result_include_usage.sse");
     let half = body[..body.len() / 2].to_vec();
     let server = Server::always(Reply::sse(half).cut_short()).await;
-    let model = model(&server, quick_retries());
+    let model = Arc::new(model(&server, quick_retries()));
     let items: Vec<_> = model
-        .stream_events(Request::new(&[Message::user("hi")]))
+        .stream(Request::new(&[Message::user("hi")]))
         .collect()
         .await;
     assert_eq!(
@@ -196,9 +197,9 @@ async fn a_stream_is_retried_before_its_body_starts() {
         }
     })
     .await;
-    let model = model(&server, quick_retries());
+    let model = Arc::new(model(&server, quick_retries()));
     let events: Vec<LlmEvent> = model
-        .stream_events(Request::new(&[Message::user("hi")]))
+        .stream(Request::new(&[Message::user("hi")]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -228,15 +229,17 @@ async fn max_concurrency_caps_requests_in_flight_across_tasks() {
 async fn max_concurrency_holds_for_a_streams_whole_body() {
     let body = fixture("openai/chat_stream_text_after_tool_result_include_usage.sse");
     let server = Server::always(Reply::sse(body).delayed(Duration::from_millis(100))).await;
-    let model = OpenAi::builder("m")
-        .base_url(&server.url)
-        .max_concurrency(1)
-        .build()
-        .unwrap();
+    let model = Arc::new(
+        OpenAi::builder("m")
+            .base_url(&server.url)
+            .max_concurrency(1)
+            .build()
+            .unwrap(),
+    );
     let messages = [Message::user("hi")];
     let streams = (0..3).map(|_| {
-        model
-            .stream_events(Request::new(&messages))
+        Arc::clone(&model)
+            .stream(Request::new(&messages))
             .collect::<Vec<_>>()
     });
     let results = futures_util::future::join_all(streams).await;

@@ -1,5 +1,5 @@
 //! Seeded property tests of what reads a vendor's bytes: the SSE decoder, each vendor's
-//! stream accumulator (through `decode_stream`) and each vendor's response parser, on
+//! stream accumulator (through `replay::decode_stream`) and each vendor's response parser, on
 //! random and mutated input built from the recorded traffic in `tests/fixtures`.
 //!
 //! Each target runs `DEEPHARNESS_FUZZ_CASES` cases (default 2000; `cargo xtask fuzz` sets
@@ -16,7 +16,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use fastrand::Rng;
 use harness_core::{CompletionResponse, Error, LlmEvent, ProviderErrorKind};
-use harness_providers::{SseDecoder, StreamFormat, decode_stream};
+use harness_providers::SseDecoder;
+use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Number, Value};
 
 // The runner -----------------------------------------------------------------------------------
@@ -341,7 +342,7 @@ struct Recording {
 }
 
 /// The recorded streams of `dirs`, each with what it decodes to whole.
-fn recordings(format: StreamFormat, dirs: &[&str]) -> Vec<Recording> {
+fn recordings(format: Format, dirs: &[&str]) -> Vec<Recording> {
     let mut all = Vec::new();
     for dir in dirs {
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
@@ -370,7 +371,7 @@ fn recordings(format: StreamFormat, dirs: &[&str]) -> Vec<Recording> {
 /// A body decoded in `chunk`-byte pieces: the turn or error, the text deltas and the
 /// thinking deltas handed out.
 fn decoded(
-    format: StreamFormat,
+    format: Format,
     body: &[u8],
     chunk: usize,
 ) -> (Result<CompletionResponse, Error>, String, String) {
@@ -512,7 +513,7 @@ fn odd_count(rng: &mut Rng, body: &mut Vec<u8>, readable: bool) {
     body.splice(start..end, odd.bytes());
 }
 
-fn stream_mutations(target: &str, format: StreamFormat, dirs: &[&str]) {
+fn stream_mutations(target: &str, format: Format, dirs: &[&str]) {
     let recordings = recordings(format, dirs);
     check(target, |rng| {
         let recording = rng.choice(&recordings).unwrap();
@@ -528,7 +529,7 @@ fn stream_mutations(target: &str, format: StreamFormat, dirs: &[&str]) {
 /// A recording cut at any byte, read in any chunking: an error, or exactly the whole
 /// recording's turn (a cut after the end mark); the deltas handed out a prefix of the
 /// whole's either way.
-fn stream_cuts(target: &str, format: StreamFormat, dirs: &[&str]) {
+fn stream_cuts(target: &str, format: Format, dirs: &[&str]) {
     let recordings = recordings(format, dirs);
     check(target, |rng| {
         let recording = rng.choice(&recordings).unwrap();
@@ -565,7 +566,7 @@ fn stream_cuts(target: &str, format: StreamFormat, dirs: &[&str]) {
 
 /// Odd token counts (huge, negative, fractional, not numbers) in a recording: the turn is
 /// the whole recording's all the same. A vendor's odd usage must not cost its answer.
-fn stream_odd_counts(target: &str, format: StreamFormat, dirs: &[&str]) {
+fn stream_odd_counts(target: &str, format: Format, dirs: &[&str]) {
     let recordings = recordings(format, dirs);
     check(target, |rng| {
         let recording = rng.choice(&recordings).unwrap();
@@ -588,26 +589,22 @@ fn stream_odd_counts(target: &str, format: StreamFormat, dirs: &[&str]) {
 fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai stream: odd counts",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
         &["openai", "llamacpp"],
     );
     stream_odd_counts(
         "anthropic stream: odd counts",
-        StreamFormat::Anthropic,
+        Format::Anthropic,
         &["anthropic"],
     );
-    stream_odd_counts(
-        "gemini stream: odd counts",
-        StreamFormat::Gemini,
-        &["gemini"],
-    );
+    stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
 }
 
 #[test]
 fn openai_stream_mutations_never_panic() {
     stream_mutations(
         "openai stream: mutations",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
         &["openai", "llamacpp"],
     );
 }
@@ -616,46 +613,36 @@ fn openai_stream_mutations_never_panic() {
 fn anthropic_stream_mutations_never_panic() {
     stream_mutations(
         "anthropic stream: mutations",
-        StreamFormat::Anthropic,
+        Format::Anthropic,
         &["anthropic"],
     );
 }
 
 #[test]
 fn gemini_stream_mutations_never_panic() {
-    stream_mutations(
-        "gemini stream: mutations",
-        StreamFormat::Gemini,
-        &["gemini"],
-    );
+    stream_mutations("gemini stream: mutations", Format::Gemini, &["gemini"]);
 }
 
 #[test]
 fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai stream: cuts",
-        StreamFormat::OpenAi,
+        Format::OpenAi,
         &["openai", "llamacpp"],
     );
 }
 
 #[test]
 fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts(
-        "anthropic stream: cuts",
-        StreamFormat::Anthropic,
-        &["anthropic"],
-    );
+    stream_cuts("anthropic stream: cuts", Format::Anthropic, &["anthropic"]);
 }
 
 #[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts("gemini stream: cuts", StreamFormat::Gemini, &["gemini"]);
+    stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
 }
 
 // The response parsers -------------------------------------------------------------------------
-
-type Parser = fn(&Value) -> harness_core::Result<CompletionResponse>;
 
 /// The non-streamed answers of `dirs` (requests left out).
 fn answers(dirs: &[&str]) -> Vec<Value> {
@@ -787,15 +774,15 @@ fn mutate_answer(rng: &mut Rng, answer: &Value) -> Value {
     answer
 }
 
-fn parser_mutations(target: &str, parse: Parser, dirs: &[&str]) {
+fn parser_mutations(target: &str, format: Format, dirs: &[&str]) {
     let answers = answers(dirs);
     for answer in &answers {
-        sound(&parse(answer).unwrap());
+        sound(&decode_answer(format, answer).unwrap());
     }
     check(target, |rng| {
         let original = rng.choice(&answers).unwrap();
         let answer = mutate_answer(rng, original);
-        match parse(&answer) {
+        match decode_answer(format, &answer) {
             Ok(response) => sound(&response),
             Err(err) => {
                 let provider = err
@@ -812,11 +799,11 @@ fn parser_mutations(target: &str, parse: Parser, dirs: &[&str]) {
 }
 
 /// Odd token counts in a recorded answer: the answer is the same all the same.
-fn parser_odd_counts(target: &str, parse: Parser, dirs: &[&str]) {
+fn parser_odd_counts(target: &str, format: Format, dirs: &[&str]) {
     let answers = answers(dirs);
     check(target, |rng| {
         let original = rng.choice(&answers).unwrap();
-        let whole = parse(original).unwrap();
+        let whole = decode_answer(format, original).unwrap();
         let mut answer = original.clone();
         let mut all = Vec::new();
         pointers(&answer, "", &mut all);
@@ -834,7 +821,7 @@ fn parser_odd_counts(target: &str, parse: Parser, dirs: &[&str]) {
                 .unwrap_or_else(|_| number(rng));
             *answer.pointer_mut(at).unwrap() = odd;
         }
-        let response = parse(&answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
+        let response = decode_answer(format, &answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
         sound(&response);
         assert_eq!(response.content(), whole.content());
         assert_eq!(response.tool_calls(), whole.tool_calls());
@@ -846,26 +833,22 @@ fn parser_odd_counts(target: &str, parse: Parser, dirs: &[&str]) {
 fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai parser: odd counts",
-        harness_providers::parse::openai,
+        Format::OpenAi,
         &["openai", "llamacpp"],
     );
     parser_odd_counts(
         "anthropic parser: odd counts",
-        harness_providers::parse::anthropic,
+        Format::Anthropic,
         &["anthropic"],
     );
-    parser_odd_counts(
-        "gemini parser: odd counts",
-        harness_providers::parse::gemini,
-        &["gemini"],
-    );
+    parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
 }
 
 #[test]
 fn openai_parser_mutations_never_panic() {
     parser_mutations(
         "openai parser: mutations",
-        harness_providers::parse::openai,
+        Format::OpenAi,
         &["openai", "llamacpp"],
     );
 }
@@ -874,16 +857,12 @@ fn openai_parser_mutations_never_panic() {
 fn anthropic_parser_mutations_never_panic() {
     parser_mutations(
         "anthropic parser: mutations",
-        harness_providers::parse::anthropic,
+        Format::Anthropic,
         &["anthropic"],
     );
 }
 
 #[test]
 fn gemini_parser_mutations_never_panic() {
-    parser_mutations(
-        "gemini parser: mutations",
-        harness_providers::parse::gemini,
-        &["gemini"],
-    );
+    parser_mutations("gemini parser: mutations", Format::Gemini, &["gemini"]);
 }

@@ -10,6 +10,7 @@ mod support;
 use harness_core::{ModelSettings, Request};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use harness_core::{Block, Message, ReasoningLevel, Thinking, ToolCall, ToolSpec};
 use harness_providers::{Anthropic, Gemini, LlamaCpp, OpenAi};
@@ -27,7 +28,7 @@ fn text(v: &Value) -> String {
 
 // OpenAI-compatible -------------------------------------------------------------------------
 
-fn openai_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
+fn openai_conversation(body: &Value) -> (Vec<Message>, Vec<Arc<ToolSpec>>) {
     let mut names = HashMap::new();
     let mut messages = Vec::new();
     for m in body["messages"].as_array().unwrap() {
@@ -65,11 +66,11 @@ fn openai_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
         .flatten()
         .map(|t| {
             let f = &t["function"];
-            ToolSpec::new(
+            Arc::new(ToolSpec::new(
                 f["name"].as_str().unwrap(),
                 f["description"].as_str().unwrap_or(""),
                 f["parameters"].clone(),
-            )
+            ))
         })
         .collect();
     (messages, tools)
@@ -137,7 +138,7 @@ fn openai_and_llamacpp_requests() {
 /// Block types that are the vendor's own (server-side tools): not ours to send.
 const SERVER_BLOCKS: &[&str] = &["server_tool_use", "tool_search_tool_result"];
 
-fn anthropic_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
+fn anthropic_conversation(body: &Value) -> (Vec<Message>, Vec<Arc<ToolSpec>>) {
     let mut names = HashMap::new();
     let mut messages = Vec::new();
     if let Some(system) = body.get("system") {
@@ -195,11 +196,11 @@ fn anthropic_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
         .flatten()
         .filter(|t| t.get("input_schema").is_some())
         .map(|t| {
-            ToolSpec::new(
+            Arc::new(ToolSpec::new(
                 t["name"].as_str().unwrap(),
                 t["description"].as_str().unwrap_or(""),
                 t["input_schema"].clone(),
-            )
+            ))
         })
         .collect();
     (messages, tools)
@@ -294,7 +295,7 @@ fn anthropic_requests() {
 
 // Gemini ------------------------------------------------------------------------------------
 
-fn gemini_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
+fn gemini_conversation(body: &Value) -> (Vec<Message>, Vec<Arc<ToolSpec>>) {
     let mut messages = Vec::new();
     if let Some(system) = body.get("systemInstruction") {
         messages.push(Message::system(text(&system["parts"])));
@@ -357,11 +358,11 @@ fn gemini_conversation(body: &Value) -> (Vec<Message>, Vec<ToolSpec>) {
                 .or_else(|| d.get("parameters"))
                 .cloned()
                 .unwrap_or(json!({}));
-            ToolSpec::new(
+            Arc::new(ToolSpec::new(
                 d["name"].as_str().unwrap(),
                 d["description"].as_str().unwrap_or(""),
                 schema,
-            )
+            ))
         })
         .collect();
     (messages, tools)

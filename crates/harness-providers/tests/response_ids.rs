@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use harness_core::{CompletionResponse, Llm, Message, Request};
 use harness_providers::{Anthropic, Gemini, OpenAi};
 use serde_json::Value;
@@ -27,23 +29,23 @@ impl Vendor {
         }
     }
 
-    fn model(self, url: &str) -> Box<dyn Llm> {
+    fn model(self, url: &str) -> Arc<dyn Llm> {
         match self {
-            Self::OpenAi => Box::new(
+            Self::OpenAi => Arc::new(
                 OpenAi::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
                     .unwrap(),
             ),
-            Self::Anthropic => Box::new(
+            Self::Anthropic => Arc::new(
                 Anthropic::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
                     .unwrap(),
             ),
-            Self::Gemini => Box::new(
+            Self::Gemini => Arc::new(
                 Gemini::builder("m")
                     .api_key("k")
                     .base_url(url)
@@ -122,7 +124,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
                 .unwrap();
             let server = Server::always(Reply::sse(fixture(&path))).await;
             let model = vendor.model(&server.url);
-            let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+            let events = collect_events(&model, &[Message::user("?")], &[]).await;
             check(&path, completed(&events), &expected);
             checked += 1;
         }
@@ -149,7 +151,7 @@ async fn the_ids_are_the_recorded_ones() {
     let path = "anthropic/messages_stream_thinking_signature_delta.sse";
     let server = Server::always(Reply::sse(fixture(path))).await;
     let model = Vendor::Anthropic.model(&server.url);
-    let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     assert_eq!(response.id(), Some("msg_01ALwQ87pTS7hH1PjSdC9wJD"));
     assert_eq!(response.model(), Some("claude-sonnet-4-20250514"));
@@ -157,7 +159,7 @@ async fn the_ids_are_the_recorded_ones() {
     let path = "gemini/stream_text_final.sse";
     let server = Server::always(Reply::sse(fixture(path))).await;
     let model = Vendor::Gemini.model(&server.url);
-    let events = collect_events(&*model, &[Message::user("?")], &[]).await;
+    let events = collect_events(&model, &[Message::user("?")], &[]).await;
     let response = completed(&events);
     assert_eq!(response.id(), Some("11peaI_ZJLq3nvgP0vasuQk"));
     assert_eq!(response.model(), Some("gemini-2.0-flash"));

@@ -7,6 +7,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use futures_util::StreamExt as _;
 use harness_core::{Error, Llm, LlmEvent, Message, ProviderErrorKind, Request};
 use harness_providers::{Groq, LlamaCpp, OpenAi, OpenAiBuilder, RetryPolicy};
@@ -38,9 +40,9 @@ async fn generate_error(id: &str, reply: Reply) -> Error {
 
 async fn stream_error(id: &str, reply: Reply) -> Error {
     let server = Server::always(reply).await;
-    let model = model(id, &server.url);
+    let model = Arc::new(model(id, &server.url));
     let messages = [Message::user("hi")];
-    let mut events = model.stream_events(Request::new(&messages));
+    let mut events = model.stream(Request::new(&messages));
     while let Some(event) = events.next().await {
         match event {
             Ok(LlmEvent::Completed(response)) => panic!("{id}: an answer: {response:?}"),

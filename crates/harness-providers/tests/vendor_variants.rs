@@ -11,11 +11,12 @@ mod support;
 use harness_core::Request;
 
 use harness_core::{Block, LlmEvent, Message, ProviderErrorKind, Thinking};
-use harness_providers::{Anthropic, OpenAi, StreamFormat, decode_stream};
+use harness_providers::replay::{Format, decode_answer, decode_stream};
+use harness_providers::{Anthropic, OpenAi};
 use serde_json::json;
 use support::{Reply, Server};
 
-fn decode(format: StreamFormat, body: &str) -> (Vec<LlmEvent>, harness_core::CompletionResponse) {
+fn decode(format: Format, body: &str) -> (Vec<LlmEvent>, harness_core::CompletionResponse) {
     let mut events = Vec::new();
     let response = decode_stream(format, body.as_bytes(), 7, |e| events.push(e)).unwrap();
     (events, response)
@@ -27,7 +28,7 @@ fn content_as_a_list_of_parts_is_read_into_text_and_thinking() {
         {"type": "thinking", "thinking": [{"type": "text", "text": "Two plus two."}]},
         {"type": "text", "text": "It is 4."}
     ]}, "finish_reason": "stop"}]});
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.blocks(),
         [
@@ -39,7 +40,7 @@ fn content_as_a_list_of_parts_is_read_into_text_and_thinking() {
     let body = "data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"Two plus two.\"}]}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"It is 4.\"}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-    let (events, response) = decode(StreamFormat::OpenAi, body);
+    let (events, response) = decode(Format::OpenAi, body);
     assert_eq!(response.content(), "It is 4.");
     assert_eq!(
         events,
@@ -54,12 +55,12 @@ fn content_as_a_list_of_parts_is_read_into_text_and_thinking() {
 fn a_refusal_is_the_text_not_an_empty_answer() {
     let answer = json!({"choices": [{"message": {"role": "assistant", "content": null,
         "refusal": "I can't help with that."}, "finish_reason": "stop"}]});
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(response.content(), "I can't help with that.");
     let body = "data: {\"choices\":[{\"delta\":{\"refusal\":\"I can't \"}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{\"refusal\":\"help.\"}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-    let (_, response) = decode(StreamFormat::OpenAi, body);
+    let (_, response) = decode(Format::OpenAi, body);
     assert_eq!(response.content(), "I can't help.");
 }
 
@@ -68,7 +69,7 @@ fn calls_sent_whole_without_ids_or_indices_are_each_their_own_call() {
     let body = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":\"{\\\"x\\\": 1}\"}}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"b\",\"arguments\":\"{\\\"y\\\": 2}\"}}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
-    let (_, response) = decode(StreamFormat::OpenAi, body);
+    let (_, response) = decode(Format::OpenAi, body);
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 2);
     assert_eq!(
@@ -83,7 +84,7 @@ fn calls_sent_whole_without_ids_or_indices_are_each_their_own_call() {
     let body = "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":\"{\\\"x\\\"\"}}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"a\",\"arguments\":\": 1}\"}}]}}]}\n\n\
                 data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
-    let (_, response) = decode(StreamFormat::OpenAi, body);
+    let (_, response) = decode(Format::OpenAi, body);
     let calls = response.tool_calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].arguments["x"], 1);
@@ -96,7 +97,7 @@ fn a_tool_use_whose_input_comes_whole_at_its_start_keeps_it() {
                 event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
                 event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n\
                 event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-    let (_, response) = decode(StreamFormat::Anthropic, body);
+    let (_, response) = decode(Format::Anthropic, body);
     let call = &response.tool_calls()[0];
     assert_eq!(call.id.as_deref(), Some("t1"));
     assert_eq!(call.arguments["city"], "Oslo");
@@ -114,7 +115,7 @@ fn an_azure_stream_takes_its_id_and_model_from_the_chunks_that_have_them() {
                 data: {\"choices\":[{\"content_filter_results\":{},\"delta\":{},\"finish_reason\":\"stop\",\"index\":0,\"logprobs\":null}],\"created\":1,\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\",\"object\":\"chat.completion.chunk\"}\n\n\
                 data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6,\"prompt_tokens_details\":{\"cached_tokens\":2}},\"id\":\"chatcmpl-1\",\"model\":\"gpt-4o-2024-08-06\"}\n\n\
                 data: [DONE]\n\n";
-    let (events, response) = decode(StreamFormat::OpenAi, body);
+    let (events, response) = decode(Format::OpenAi, body);
     assert_eq!(events, [LlmEvent::TextDelta("Hi".into())]);
     assert_eq!(response.content(), "Hi");
     assert_eq!(response.id(), Some("chatcmpl-1"));
@@ -132,7 +133,7 @@ fn an_azure_stream_takes_its_id_and_model_from_the_chunks_that_have_them() {
     );
     // An answer that says its id is empty has none.
     let answer = json!({"id": "", "model": "", "choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}]});
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!((response.id(), response.model()), (None, None));
 }
 
@@ -145,7 +146,7 @@ fn groq_usage_in_x_groq_is_read_when_the_chunk_has_none_of_its_own() {
             "data: {{\"id\":\"chatcmpl-g\",\"model\":\"llama-3.3-70b-versatile\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"Hi\"}},\"finish_reason\":null}}],\"x_groq\":{{\"id\":\"req_01\"}}}}\n\n\
              data: {last_chunk}\n\ndata: [DONE]\n\n"
         );
-        let (_, response) = decode(StreamFormat::OpenAi, &body);
+        let (_, response) = decode(Format::OpenAi, &body);
         assert_eq!(response.content(), "Hi");
         let usage = response.usage().copied().unwrap();
         (
@@ -197,7 +198,7 @@ fn anthropic_redacted_thinking_is_kept_and_sent_back_as_it_came() {
         Block::from(Thinking::signed("Weather first.", "sig-1").from_provider("anthropic")),
         Block::from(Thinking::redacted(data).from_provider("anthropic")),
     ];
-    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    let response = decode_answer(Format::Anthropic, &answer).unwrap();
     assert_eq!(response.blocks(), expected);
     assert_eq!(response.thinking(), "Weather first.");
     // Each names the vendor it came from, which equality leaves aside.
@@ -224,7 +225,7 @@ fn anthropic_redacted_thinking_is_kept_and_sent_back_as_it_came() {
          event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"tool_use\"}},\"usage\":{{\"output_tokens\":20}}}}\n\n\
          event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
     );
-    let (events, streamed) = decode(StreamFormat::Anthropic, &body);
+    let (events, streamed) = decode(Format::Anthropic, &body);
     assert_eq!(streamed.blocks(), expected);
     assert_eq!(streamed.tool_calls(), response.tool_calls());
     assert_eq!(events, [LlmEvent::ThinkingDelta("Weather first.".into())]);
@@ -261,7 +262,7 @@ fn anthropic_signed_thinking_without_text_is_kept() {
         ],
         "stop_reason": "end_turn"
     });
-    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    let response = decode_answer(Format::Anthropic, &answer).unwrap();
     assert_eq!(
         response.blocks(),
         [
@@ -285,7 +286,7 @@ fn anthropic_stop_reasons_map_to_finish_reasons() {
         ("pause_turn", FinishReason::Other),
     ] {
         let answer = json!({"content": [{"type": "text", "text": "x"}], "stop_reason": stop});
-        let response = harness_providers::parse::anthropic(&answer).unwrap();
+        let response = decode_answer(Format::Anthropic, &answer).unwrap();
         assert_eq!(response.finish_reason(), finish, "{stop}");
     }
 }
@@ -314,7 +315,7 @@ async fn collect_events_or_error(model: &OpenAi) -> Result<Vec<LlmEvent>, harnes
     use futures_util::StreamExt as _;
     use harness_core::Llm as _;
     let messages = [Message::user("hi")];
-    let mut stream = model.stream_events(Request::new(&messages));
+    let mut stream = std::sync::Arc::new(model.clone()).stream(Request::new(&messages));
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event?);
@@ -325,7 +326,6 @@ async fn collect_events_or_error(model: &OpenAi) -> Result<Vec<LlmEvent>, harnes
 #[test]
 fn reasoning_tokens_are_read_from_completion_tokens_details() {
     use harness_core::TokenUsage;
-    use harness_providers::parse;
     // A reasoning model's answer (OpenAI's o-series and gpt-5, DeepSeek's reasoner): the
     // reasoning is a part of the completion count, reported in its details.
     let answer = json!({
@@ -337,7 +337,7 @@ fn reasoning_tokens_are_read_from_completion_tokens_details() {
                   "completion_tokens_details": {"reasoning_tokens": 128, "audio_tokens": 0,
                       "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}
     });
-    let response = parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     let expected = TokenUsage::new(20, 150, 170)
         .with_cached(8)
         .with_reasoning(128);
@@ -351,7 +351,7 @@ data: {"id":"r","model":"o4-mini","choices":[],"usage":{"prompt_tokens":20,"comp
 data: [DONE]
 
 "#;
-    let (_, response) = decode(StreamFormat::OpenAi, stream);
+    let (_, response) = decode(Format::OpenAi, stream);
     let expected = TokenUsage::new(20, 150, 170).with_reasoning(128);
     assert_eq!(response.usage(), Some(&expected));
 
@@ -361,14 +361,13 @@ data: [DONE]
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "x"}}],
         "usage": {"completion_tokens_details": {"reasoning_tokens": null}}
     });
-    let response = parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(response.usage(), Some(&TokenUsage::new(0, 0, 0)));
 }
 
 #[test]
 fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
     use harness_core::TokenUsage;
-    use harness_providers::parse;
     // DeepSeek names its cache hits `prompt_cache_hit_tokens`, not OpenAI's details.
     let answer = json!({
         "id": "d", "object": "chat.completion", "model": "deepseek-chat",
@@ -377,7 +376,7 @@ fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
         "usage": {"prompt_tokens": 1200, "completion_tokens": 10, "total_tokens": 1210,
                   "prompt_cache_hit_tokens": 1024, "prompt_cache_miss_tokens": 176}
     });
-    let response = parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.usage(),
         Some(&TokenUsage::new(1200, 10, 1210).with_cached(1024))
@@ -390,7 +389,7 @@ fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
                   "prompt_tokens_details": {"cached_tokens": 1000},
                   "prompt_cache_hit_tokens": 1024}
     });
-    let response = parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.usage(),
         Some(&TokenUsage::new(1200, 10, 1210).with_cached(1000))
@@ -400,7 +399,6 @@ fn deepseek_cache_hits_are_the_cached_prompt_tokens() {
 #[test]
 fn openrouter_cache_writes_are_the_prompt_tokens_written_to_the_cache() {
     use harness_core::TokenUsage;
-    use harness_providers::parse;
     // OpenRouter reports what a prompt put into the vendor's cache beside what it read.
     let answer = json!({
         "id": "gen-1", "object": "chat.completion", "model": "anthropic/claude-sonnet-4",
@@ -411,7 +409,7 @@ fn openrouter_cache_writes_are_the_prompt_tokens_written_to_the_cache() {
                                             "audio_tokens": 0},
                   "cost": 0.0081}
     });
-    let response = parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.usage(),
         Some(&TokenUsage::new(2100, 4, 2104).with_cache_write(2048))
@@ -425,7 +423,7 @@ data: {"id":"gen-2","model":"m","choices":[],"usage":{"prompt_tokens":2100,"comp
 data: [DONE]
 
 "#;
-    let (_, response) = decode(StreamFormat::OpenAi, stream);
+    let (_, response) = decode(Format::OpenAi, stream);
     assert_eq!(
         response.usage(),
         Some(&TokenUsage::new(2100, 4, 2104).with_cached(2048))
@@ -435,7 +433,6 @@ data: [DONE]
 #[test]
 fn gemini_tool_use_prompt_tokens_are_prompt_tokens() {
     use harness_core::TokenUsage;
-    use harness_providers::parse;
     // A built-in tool's input (code execution here) is counted apart from the prompt but
     // inside the total: prompt and completion must still add up to it.
     let answer = json!({
@@ -449,7 +446,7 @@ fn gemini_tool_use_prompt_tokens_are_prompt_tokens() {
                           "totalTokenCount": 862},
         "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
     });
-    let response = parse::gemini(&answer).unwrap();
+    let response = decode_answer(Format::Gemini, &answer).unwrap();
     assert_eq!(response.content(), "It is 4.");
     let usage = response.usage().unwrap();
     assert_eq!(
@@ -551,7 +548,7 @@ fn reasoning_details_alone_give_the_text_and_the_encrypted_reasoning() {
             ]
         }}]
     });
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.blocks(),
         [
@@ -569,7 +566,7 @@ fn reasoning_details_alone_give_the_text_and_the_encrypted_reasoning() {
 
     // Details that are `null` or `[]` change nothing; a key given twice is refused.
     let (_, plain) = decode(
-        StreamFormat::OpenAi,
+        Format::OpenAi,
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"r\",\"reasoning_details\":null}}]}\n\n\
          data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\",\"reasoning_details\":[]},\"finish_reason\":\"stop\"}]}\n\n\
          data: [DONE]\n\n",
@@ -583,7 +580,7 @@ fn reasoning_details_alone_give_the_text_and_the_encrypted_reasoning() {
     };
     assert_eq!(unmarked.provider, None);
     let err = decode_stream(
-        StreamFormat::OpenAi,
+        Format::OpenAi,
         b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_details\":[],\"reasoning_details\":[]}}]}\n\ndata: [DONE]\n\n",
         7,
         |_| {},
@@ -604,7 +601,7 @@ fn anthropic_thinking_tokens_are_the_reasoning_tokens() {
         "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 30,
                   "output_tokens_details": {"thinking_tokens": 26}}
     });
-    let response = harness_providers::parse::anthropic(&answer).unwrap();
+    let response = decode_answer(Format::Anthropic, &answer).unwrap();
     let expected = TokenUsage::new(100, 30, 130)
         .with_cached(90)
         .with_reasoning(26);
@@ -619,6 +616,6 @@ fn anthropic_thinking_tokens_are_the_reasoning_tokens() {
          event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":30,\"output_tokens_details\":{\"thinking_tokens\":26}}}\n\n\
          event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":30}}\n\n\
          event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-    let (_, streamed) = decode(StreamFormat::Anthropic, body);
+    let (_, streamed) = decode(Format::Anthropic, body);
     assert_eq!(streamed.usage(), Some(&expected));
 }

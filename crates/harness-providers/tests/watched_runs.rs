@@ -1,9 +1,10 @@
-//! A watched run (`Agent::stream_events`) over the REST providers, from recorded traffic on a
-//! loopback server. The REST providers return owned streams (`Llm::stream_events_owned`),
-//! which the watcher reads itself while the run waits for the turn: what the watcher sees
-//! must be exactly what it saw when the run read the model's stream and passed each event
-//! on (the path every other model takes), for a tool call and then an answer, for a body cut
-//! short, and for a watcher that goes away mid-stream.
+//! A watched run (`Agent::stream`) over the REST providers, from recorded traffic on a
+//! loopback server. The providers' streams are `'static` (`Llm::stream`), so a watched run
+//! hands each one to the watcher, which reads it itself while the run waits for the turn:
+//! what the watcher sees must be exactly what it sees when the run reads the model's stream
+//! and passes each event on (as a journaled run does, inside the journal's step), for a tool
+//! call and then an answer, for a body cut short, and for a watcher that goes away
+//! mid-stream.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,8 +13,9 @@ mod support;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use harness_core::agent::{Journal, RunError, RunInput, Step};
 use harness_core::{
-    Agent, AgentEvent, BoxStream, CompletionResponse, Llm, LlmEvent, Request, Result, async_trait,
+    Agent, AgentEvent, CompletionResponse, Content, Llm, Result, ToolCall, ToolError, async_trait,
 };
 use harness_providers::{Anthropic, Gemini, OpenAi};
 use support::{Reply, Server, fixture};
@@ -43,21 +45,37 @@ mod tools {
     }
 }
 
-/// The same model, but without an owned stream: the run reads it and passes each event on.
-struct ReadByTheRun<M>(M);
+/// A journal that runs every step as it comes: under it, a watched run reads the model's
+/// stream itself, inside the step, and passes each event on, instead of handing the stream
+/// to the watcher.
+struct ReadByTheRun;
 
 #[async_trait]
-impl<M: Llm> Llm for ReadByTheRun<M> {
-    async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
-        self.0.generate(request).await
+impl Journal for ReadByTheRun {
+    async fn model_call(
+        &self,
+        _turn: usize,
+        step: Step<'_, Result<CompletionResponse>>,
+    ) -> Result<CompletionResponse> {
+        step.await
     }
 
-    fn stream_events<'a>(&'a self, request: Request<'a>) -> BoxStream<'a, Result<LlmEvent>> {
-        self.0.stream_events(request)
+    async fn tool_call(
+        &self,
+        _call: &ToolCall,
+        step: Step<'_, std::result::Result<Content, ToolError>>,
+    ) -> std::result::Result<Content, ToolError> {
+        step.await
     }
+}
 
-    fn name(&self) -> String {
-        self.0.name()
+/// How a watched run reads the model: `relayed`, the run reads it and passes each event on.
+fn input(prompt: &str, relayed: bool) -> RunInput<'static> {
+    let input = RunInput::from(prompt);
+    if relayed {
+        input.with_journal(&ReadByTheRun)
+    } else {
+        input
     }
 }
 
@@ -74,37 +92,33 @@ async fn two_answers(first: &str, second: &str) -> Server {
     .await
 }
 
-async fn watch(agent: &Agent, prompt: &str) -> Vec<Result<AgentEvent>> {
-    agent.stream_events(prompt).collect().await
+type Item = std::result::Result<AgentEvent, RunError>;
+
+async fn watch(agent: &Agent, input: RunInput<'_>) -> Vec<Item> {
+    agent.stream(input).collect().await
 }
 
 /// Runs `prompt` watched twice, each time against a fresh server with the two recorded
-/// answers: the model as it is (its owned stream read by the watcher) and the model read by
-/// the run. Returns both event lists, and the requests each server received.
+/// answers: the model's stream handed to the watcher, and read by the run. Returns both
+/// event lists, and the requests each server received.
 async fn both_ways<M: Llm + 'static>(
     first: &str,
     second: &str,
     model: impl Fn(&str) -> M,
     tool: impl Fn(harness_core::agent::AgentBuilder) -> harness_core::agent::AgentBuilder,
     prompt: &str,
-) -> [(Vec<Result<AgentEvent>>, Vec<serde_json::Value>); 2] {
+) -> [(Vec<Item>, Vec<serde_json::Value>); 2] {
     let direct_server = two_answers(first, second).await;
     let direct = tool(Agent::builder(model(&direct_server.url)))
         .build()
         .unwrap();
-    assert!(
-        model(&direct_server.url)
-            .stream_events_owned(Request::new(&[]))
-            .is_some(),
-        "the provider returns an owned stream"
-    );
-    let direct_events = watch(&direct, prompt).await;
+    let direct_events = watch(&direct, input(prompt, false)).await;
 
     let relayed_server = two_answers(first, second).await;
-    let relayed = tool(Agent::builder(ReadByTheRun(model(&relayed_server.url))))
+    let relayed = tool(Agent::builder(model(&relayed_server.url)))
         .build()
         .unwrap();
-    let relayed_events = watch(&relayed, prompt).await;
+    let relayed_events = watch(&relayed, input(prompt, true)).await;
     let bodies = |server: &Server| {
         server
             .requests()
@@ -121,7 +135,7 @@ async fn both_ways<M: Llm + 'static>(
 /// The two ways saw the same events, in the same order, and sent the same requests; the
 /// events are a whole two-step run whose deltas make its answer.
 fn assert_same_run(
-    [(direct, direct_requests), (relayed, relayed_requests)]: [(Vec<Result<AgentEvent>>, Vec<serde_json::Value>);
+    [(direct, direct_requests), (relayed, relayed_requests)]: [(Vec<Item>, Vec<serde_json::Value>);
         2],
     tool: &str,
 ) {
@@ -168,7 +182,7 @@ fn assert_same_run(
 }
 
 #[tokio::test]
-async fn openai_a_watched_run_reads_the_same_through_the_owned_stream() {
+async fn openai_a_watched_run_reads_the_same_through_the_handed_stream() {
     let runs = both_ways(
         "openai/chat_stream_tool_call_include_usage.sse",
         "openai/chat_stream_text_after_tool_result_include_usage.sse",
@@ -187,7 +201,7 @@ async fn openai_a_watched_run_reads_the_same_through_the_owned_stream() {
 }
 
 #[tokio::test]
-async fn anthropic_a_watched_run_reads_the_same_through_the_owned_stream() {
+async fn anthropic_a_watched_run_reads_the_same_through_the_handed_stream() {
     let runs = both_ways(
         "anthropic/messages_stream_server_tool_search_then_tool_use_input_json_delta.sse",
         "anthropic/messages_stream_final_text_after_tool_result.sse",
@@ -206,7 +220,7 @@ async fn anthropic_a_watched_run_reads_the_same_through_the_owned_stream() {
 }
 
 #[tokio::test]
-async fn gemini_a_watched_run_reads_the_same_through_the_owned_stream() {
+async fn gemini_a_watched_run_reads_the_same_through_the_handed_stream() {
     let runs = both_ways(
         "gemini/stream_function_call_thought_signature.sse",
         "gemini/stream_text_after_function_response.sse",
@@ -247,17 +261,15 @@ async fn a_cut_answer_ends_the_watched_run_with_the_same_error_and_state() {
             .base_url(&server.url)
             .build()
             .unwrap();
-        let builder = if relayed {
-            Agent::builder(ReadByTheRun(model))
-        } else {
-            Agent::builder(model)
-        };
-        let agent = builder.tool(tools::GetCapital).build().unwrap();
-        let events = watch(&agent, "What is the capital of the UK?").await;
+        let agent = Agent::builder(model)
+            .tool(tools::GetCapital)
+            .build()
+            .unwrap();
+        let events = watch(&agent, input("What is the capital of the UK?", relayed)).await;
         let (last, seen) = events.split_last().unwrap();
         let error = last.as_ref().expect_err("the cut answer is an error");
         let provider = error.provider().expect("a provider error");
-        let state = error.state().expect("the run so far");
+        let state = error.state();
         assert_eq!(state.messages.len(), 3, "user, the call, its result");
         let seen: Vec<AgentEvent> = seen.iter().map(|e| e.as_ref().unwrap().clone()).collect();
         outcomes.push((seen, provider.kind(), state.messages.clone()));
@@ -298,7 +310,7 @@ async fn dropping_the_watcher_mid_answer_drops_the_model_stream() {
         .tool(tools::GetCapital)
         .build()
         .unwrap();
-    let mut events = agent.stream_events("What is the capital of the UK?");
+    let mut events = agent.stream("What is the capital of the UK?");
     let mut seen_text = false;
     while let Some(event) = events.next().await {
         if matches!(event, Ok(AgentEvent::TextDelta(_))) {

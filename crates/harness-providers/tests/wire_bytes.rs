@@ -11,6 +11,8 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use futures_util::StreamExt as _;
 use harness_core::{
     Block, Content, Document, Image, Llm, Message, ModelSettings, OutputSchema, ReasoningLevel,
@@ -63,14 +65,14 @@ fn conversation(with_url: bool) -> Vec<Message> {
     ]
 }
 
-fn tools() -> Vec<ToolSpec> {
+fn tools() -> Vec<Arc<ToolSpec>> {
     vec![
-        ToolSpec::new(
+        Arc::new(ToolSpec::new(
             "f",
             "F does \"f\".",
             json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}),
-        ),
-        ToolSpec::new("g", "", json!(null)),
+        )),
+        Arc::new(ToolSpec::new("g", "", json!(null))),
     ]
 }
 
@@ -94,10 +96,18 @@ fn schema() -> OutputSchema {
 }
 
 /// The body `model` sends for `request`, streamed or not, as the server saw it.
-async fn sent(model: &dyn Llm, server: &Server, request: Request<'_>, stream: bool) -> String {
+async fn sent<M: Llm + Clone>(
+    model: &M,
+    server: &Server,
+    request: Request<'_>,
+    stream: bool,
+) -> String {
     let before = server.requests().len();
     if stream {
-        let _ = model.stream_events(request).collect::<Vec<_>>().await;
+        let _ = Arc::new(model.clone())
+            .stream(request)
+            .collect::<Vec<_>>()
+            .await;
     } else {
         let _ = model.generate(request).await;
     }

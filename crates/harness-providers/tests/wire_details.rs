@@ -8,7 +8,8 @@ mod support;
 use harness_core::Request;
 
 use harness_core::{Block, Document, Image, LlmEvent, Message, Thinking};
-use harness_providers::{Anthropic, OpenAi, SseDecoder, StreamFormat, decode_stream};
+use harness_providers::replay::{Format, decode_answer, decode_stream};
+use harness_providers::{Anthropic, OpenAi, SseDecoder};
 use serde_json::{Value, json};
 
 #[test]
@@ -80,7 +81,7 @@ fn anthropic_renders_images_by_url_or_data_and_documents() {
 #[test]
 fn reasoning_content_and_reasoning_become_thinking() {
     let answer = json!({"choices": [{"message": {"content": "4", "reasoning_content": "2+2"}, "finish_reason": "stop"}]});
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     assert_eq!(
         response.blocks(),
         &[Thinking::new("2+2").into(), Block::text("4")]
@@ -93,8 +94,7 @@ fn reasoning_content_and_reasoning_become_thinking() {
         "data: [DONE]\n\n",
     );
     let mut events = Vec::new();
-    let response =
-        decode_stream(StreamFormat::OpenAi, body.as_bytes(), 7, |e| events.push(e)).unwrap();
+    let response = decode_stream(Format::OpenAi, body.as_bytes(), 7, |e| events.push(e)).unwrap();
     assert_eq!(
         events,
         vec![
@@ -116,7 +116,7 @@ fn unparseable_tool_arguments_are_kept_as_sent_and_never_invented() {
         {"id": "2", "function": {"name": "g", "arguments": ""}},
         {"id": "3", "function": {"name": "h", "arguments": "[1]"}}
     ]}, "finish_reason": "tool_calls"}]});
-    let response = harness_providers::parse::openai(&answer).unwrap();
+    let response = decode_answer(Format::OpenAi, &answer).unwrap();
     let calls = response.tool_calls();
     assert!(calls.iter().all(|c| c.arguments.is_empty()));
     // Text that is not an object is kept verbatim (the agent will not run the call); no
@@ -127,9 +127,9 @@ fn unparseable_tool_arguments_are_kept_as_sent_and_never_invented() {
     let cut = json!({"choices": [{"message": {"tool_calls": [
         {"id": "1", "function": {"name": "g", "arguments": ""}}
     ]}, "finish_reason": "length"}]});
-    let response = harness_providers::parse::openai(&cut).unwrap();
+    let response = decode_answer(Format::OpenAi, &cut).unwrap();
     assert_eq!(response.tool_calls()[0].raw_arguments.as_deref(), Some(""));
-    let err = harness_providers::parse::openai(&json!({"choices": []})).unwrap_err();
+    let err = decode_answer(Format::OpenAi, &json!({"choices": []})).unwrap_err();
     assert!(
         err.to_string().contains("OpenAI response has no choices"),
         "{err}"
@@ -140,9 +140,9 @@ fn unparseable_tool_arguments_are_kept_as_sent_and_never_invented() {
     );
     // A long answer is clipped in the message without cutting a character in two.
     let long = json!({"choices": [], "note": "é".repeat(300)});
-    let err = harness_providers::parse::openai(&long).unwrap_err();
+    let err = decode_answer(Format::OpenAi, &long).unwrap_err();
     assert!(err.to_string().ends_with("..."), "{err}");
-    let err = harness_providers::parse::openai(&json!({"id": "x"})).unwrap_err();
+    let err = decode_answer(Format::OpenAi, &json!({"id": "x"})).unwrap_err();
     assert!(
         err.to_string()
             .contains("OpenAI response is missing 'choices'"),

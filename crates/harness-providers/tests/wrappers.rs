@@ -17,10 +17,12 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt as _;
 use harness_core::testing::{FunctionModel, ScriptedModel};
 use harness_core::{
-    Block, CompletionResponse, Error, Llm, LlmEvent, Message, ProviderError, Thinking, ToolCall,
+    Block, CompletionResponse, Error, Llm, LlmEvent, Message, ModelInfo, ProviderError, Supports,
+    Thinking, ToolCall,
 };
 use harness_providers::{Fallback, LlmExt as _};
 use serde_json::json;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 fn failing(error: fn() -> Error) -> FunctionModel {
     FunctionModel::fallible(move |_| Err(error()))
@@ -75,10 +77,12 @@ async fn fallback_moves_on_for_provider_errors_only() {
 
 #[tokio::test]
 async fn fallback_streams_fall_through_only_before_the_first_event() {
-    let model = failing(provider_error)
-        .with_fallback(ScriptedModel::new([CompletionResponse::text("second")]));
+    let model = Arc::new(
+        failing(provider_error)
+            .with_fallback(ScriptedModel::new([CompletionResponse::text("second")])),
+    );
     let events: Vec<LlmEvent> = model
-        .stream_events(Request::new(&[]))
+        .stream(Request::new(&[]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -94,10 +98,10 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
         ) -> harness_core::Result<CompletionResponse> {
             Err(provider_error())
         }
-        fn stream_events<'a>(
-            &'a self,
-            _: harness_core::Request<'a>,
-        ) -> harness_core::BoxStream<'a, harness_core::Result<LlmEvent>> {
+        fn stream(
+            self: Arc<Self>,
+            _: harness_core::Request<'_>,
+        ) -> harness_core::BoxStream<'static, harness_core::Result<LlmEvent>> {
             Box::pin(futures_util::stream::iter(vec![
                 Ok(LlmEvent::TextDelta("half".into())),
                 Err(provider_error()),
@@ -105,8 +109,8 @@ async fn fallback_streams_fall_through_only_before_the_first_event() {
         }
     }
     let backup = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
-    let model = HalfThenFail.with_fallback(Arc::clone(&backup));
-    let items: Vec<_> = model.stream_events(Request::new(&[])).collect().await;
+    let model = Arc::new(HalfThenFail.with_fallback(Arc::clone(&backup)));
+    let items: Vec<_> = model.stream(Request::new(&[])).collect().await;
     assert_eq!(items.len(), 2);
     assert!(items[1].as_ref().unwrap_err().is_provider());
     assert_eq!(
@@ -129,7 +133,7 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
         ])
         .with_tool_calls(vec![ToolCall::new("f", json!({})).with_id("1")])
     });
-    let cache = inner.cached().with_capacity(NonZeroUsize::new(2).unwrap());
+    let cache = Arc::new(inner.cached().with_capacity(NonZeroUsize::new(2).unwrap()));
     assert_eq!(cache.capacity().get(), 2);
     let a = [Message::user("a")];
     let b = [Message::user("b")];
@@ -139,8 +143,8 @@ async fn caching_hits_misses_copies_ttl_and_lru() {
     assert_eq!(hit.content(), "a");
     assert_eq!((cache.hits(), cache.misses()), (1, 1));
     // Streamed hits replay block by block, then Completed.
-    let events: Vec<LlmEvent> = cache
-        .stream_events(Request::new(&a))
+    let events: Vec<LlmEvent> = Arc::clone(&cache)
+        .stream(Request::new(&a))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -280,9 +284,9 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
         CompletionResponse::text(""),
         CompletionResponse::text("streamed"),
     ]);
-    let model = scripted.retrying(1).with_backoff(Duration::ZERO);
+    let model = Arc::new(scripted.retrying(1).with_backoff(Duration::ZERO));
     let events: Vec<LlmEvent> = model
-        .stream_events(Request::new(&[]))
+        .stream(Request::new(&[]))
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -313,6 +317,7 @@ async fn retrying_re_asks_empty_turns_in_both_paths() {
 #[tokio::test]
 async fn wrappers_compose_and_inner_reaches_down() {
     let x = ScriptedModel::new([CompletionResponse::text("deep")]);
+    let underneath = x.info();
     let model = x
         .retrying(1)
         .with_backoff(Duration::ZERO)
@@ -327,5 +332,163 @@ async fn wrappers_compose_and_inner_reaches_down() {
         "deep"
     );
     assert_eq!(model.inner().inner().inner().remaining(), 0);
-    assert_eq!(model.name(), "caching(rate_limited(retrying(scripted)))");
+    // Each wrapper tells what the model underneath is.
+    assert_eq!(model.info(), underneath);
+    assert_eq!(model.info().name(), "test:scripted");
+}
+
+/// A streaming model whose events the test produces one at a time, through a channel; its
+/// `generate` only counts its calls. What it is, `info()` tells.
+struct Live {
+    events: std::sync::Mutex<Option<UnboundedReceiver<harness_core::Result<LlmEvent>>>>,
+    generated: Arc<AtomicUsize>,
+    info: ModelInfo,
+}
+
+/// The producing side of a [`Live`] model: its events, and how often it was asked to
+/// `generate`.
+struct Producer {
+    events: UnboundedSender<harness_core::Result<LlmEvent>>,
+    generated: Arc<AtomicUsize>,
+}
+
+fn live(info: ModelInfo) -> (Producer, Live) {
+    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let generated = Arc::new(AtomicUsize::new(0));
+    let model = Live {
+        events: std::sync::Mutex::new(Some(receiver)),
+        generated: Arc::clone(&generated),
+        info,
+    };
+    (Producer { events, generated }, model)
+}
+
+#[async_trait::async_trait]
+impl Llm for Live {
+    async fn generate(&self, _: Request<'_>) -> harness_core::Result<CompletionResponse> {
+        self.generated.fetch_add(1, Ordering::SeqCst);
+        Ok(CompletionResponse::text("from generate"))
+    }
+
+    fn stream(
+        self: Arc<Self>,
+        _: Request<'_>,
+    ) -> harness_core::BoxStream<'static, harness_core::Result<LlmEvent>> {
+        let receiver = self.events.lock().unwrap().take().expect("streamed once");
+        Box::pin(futures_util::stream::unfold(
+            receiver,
+            |mut receiver| async move { receiver.recv().await.map(|event| (event, receiver)) },
+        ))
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.info.clone()
+    }
+}
+
+fn live_info() -> ModelInfo {
+    ModelInfo::new("live", "streamer")
+        .with_context_window(32_000)
+        .with_supports(
+            Supports::new()
+                .with_tools(true)
+                .with_images(true)
+                .with_structured_output(true)
+                .with_reasoning(true),
+        )
+}
+
+/// Reads `wrapped`'s stream while the model underneath produces its events: nothing comes out
+/// before the model produced it, each delta comes out before the next is produced, the turn
+/// is the model's own (not a replay of `generate`), and the stream ends when the model's
+/// does. The stream outlives the request it was made from.
+async fn forwards_a_live_stream<W: Llm>(name: &str, wrapped: &Arc<W>, producer: Producer) {
+    let mut stream = {
+        let messages = vec![Message::user("go")];
+        Arc::clone(wrapped).stream(Request::new(&messages))
+    };
+    let wait = Duration::from_secs(5);
+    let quiet = Duration::from_millis(50);
+    for piece in ["one ", "two"] {
+        assert!(
+            tokio::time::timeout(quiet, stream.next()).await.is_err(),
+            "{name}: an event came out before the model produced it"
+        );
+        producer
+            .events
+            .send(Ok(LlmEvent::TextDelta(piece.into())))
+            .unwrap();
+        let event = tokio::time::timeout(wait, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the delta {piece:?} did not come out"));
+        assert_eq!(
+            event.unwrap().unwrap(),
+            LlmEvent::TextDelta(piece.into()),
+            "{name}"
+        );
+    }
+    let turn = CompletionResponse::text("one two");
+    producer
+        .events
+        .send(Ok(LlmEvent::Completed(Box::new(turn.clone()))))
+        .unwrap();
+    let event = tokio::time::timeout(wait, stream.next()).await.unwrap();
+    assert_eq!(
+        event.unwrap().unwrap(),
+        LlmEvent::Completed(Box::new(turn)),
+        "{name}"
+    );
+    drop(producer.events);
+    let end = tokio::time::timeout(wait, stream.next()).await.unwrap();
+    assert!(end.is_none(), "{name}: an item after Completed: {end:?}");
+    assert_eq!(
+        producer.generated.load(Ordering::SeqCst),
+        0,
+        "{name}: the stream was replayed from generate"
+    );
+}
+
+#[tokio::test]
+async fn each_wrapper_forwards_the_models_live_stream_and_its_info() {
+    // Caching: a miss is the model's own stream, and its turn is kept.
+    let (producer, model) = live(live_info());
+    let generated = Arc::clone(&producer.generated);
+    let cached = Arc::new(model.cached());
+    assert_eq!(cached.info(), live_info());
+    forwards_a_live_stream("caching", &cached, producer).await;
+    let messages = [Message::user("go")];
+    let kept = cached.generate(Request::new(&messages)).await.unwrap();
+    assert_eq!(kept.content(), "one two", "the streamed turn was kept");
+    assert_eq!((cached.hits(), cached.misses()), (1, 1));
+    assert_eq!(generated.load(Ordering::SeqCst), 0);
+    assert_eq!(cached.inner().info(), live_info());
+
+    // RateLimited: the slot is taken, then the model's stream flows as it is produced.
+    let (producer, model) = live(live_info());
+    let limited = Arc::new(model.rate_limited(Duration::from_millis(10)));
+    assert_eq!(limited.info(), live_info());
+    forwards_a_live_stream("rate_limited", &limited, producer).await;
+
+    // Retrying: a turn with text is not asked again; its deltas pass as they come.
+    let (producer, model) = live(live_info());
+    let retrying = Arc::new(model.retrying(2).with_backoff(Duration::ZERO));
+    assert_eq!(retrying.info(), live_info());
+    forwards_a_live_stream("retrying", &retrying, producer).await;
+
+    // Fallback: the first model's stream, live; the next is never asked. Its info is the
+    // first model's, claiming only what every model of the chain supports.
+    let (producer, model) = live(live_info());
+    let backup = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
+    let fallback = Arc::new(model.with_fallback(Arc::clone(&backup)));
+    let info = fallback.info();
+    assert_eq!(info.name(), "live:streamer");
+    assert_eq!(info.context_window, Some(32_000));
+    assert_eq!(info.supports, Supports::new().with_tools(true));
+    assert_eq!(fallback.inner().info(), live_info());
+    forwards_a_live_stream("fallback", &fallback, producer).await;
+    assert_eq!(backup.requests().len(), 0);
+    // Two models that support the same: the first's info, whole.
+    let (_, first) = live(live_info());
+    let (_, second) = live(ModelInfo::new("other", "m").with_supports(live_info().supports));
+    assert_eq!(first.with_fallback(second).info(), live_info());
 }

@@ -167,8 +167,6 @@ impl AgentBuilder {
         let output = self.output.transpose()?;
         #[cfg(feature = "output")]
         let native_output = output.is_some() && info.supports.structured_output;
-        #[cfg(not(feature = "output"))]
-        let native_output = false;
         #[cfg(feature = "output")]
         let specs = match &output {
             Some(_) if tools.contains(FINAL_TOOL) => {
@@ -199,6 +197,7 @@ impl AgentBuilder {
                 tools,
                 specs,
                 settings: self.settings,
+                #[cfg(feature = "output")]
                 native_output,
                 system: self.system,
                 name: self.name,

@@ -1,6 +1,7 @@
 //! `Agent`: the handle a program runs, cheap to clone.
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, PoisonError};
 
 use super::budget::Budget;
@@ -23,7 +24,9 @@ use crate::tool::{ToolSpec, Toolbox};
 /// Cloning an agent is cheap and the clones share everything, [`Agent::total_usage`]
 /// included.
 ///
-/// ```
+// The example names `#[tool]`, of the `macros` feature.
+#[cfg_attr(feature = "macros", doc = " ```")]
+#[cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 /// use harness_core::agent::Agent;
 /// use harness_core::testing::TestModel;
 /// use harness_core::tool;
@@ -87,7 +90,14 @@ impl Agent {
     pub fn stream<'a>(&self, input: impl Into<RunInput<'a>>) -> RunStream<'a> {
         let input = input.into();
         let mode = tool_mode(&input);
-        RunStream::new(events(Arc::clone(&self.inner), input, mode))
+        let one_at_a_time = Arc::new(AtomicBool::new(false));
+        let events = events(
+            Arc::clone(&self.inner),
+            input,
+            mode,
+            Arc::clone(&one_at_a_time),
+        );
+        RunStream::new(events, one_at_a_time)
     }
 
     /// [`Agent::run`] for synchronous code: runs the loop to its end on a runtime of its
@@ -97,10 +107,7 @@ impl Agent {
     /// # Errors
     /// As [`Agent::run`], and a [`Configuration`](crate::ErrorKind::Configuration) error when
     /// called inside an async runtime (use `run(..).await` there).
-    pub fn run_blocking<'a>(
-        &self,
-        input: impl Into<RunInput<'a>>,
-    ) -> Result<AgentState, RunError> {
+    pub fn run_blocking<'a>(&self, input: impl Into<RunInput<'a>>) -> Result<AgentState, RunError> {
         let input = input.into();
         let runtime = match blocking_runtime() {
             Ok(runtime) => runtime,

@@ -3,10 +3,10 @@
 //! A watched run's events go through [`channel_stream`](crate::channel::channel_stream): the
 //! watcher polls the run, the run polls the model's stream and sends each delta back through
 //! the channel. Measured against bare reqwest, that hand-over per event was most of what the
-//! agent added to a streamed run (docs/performance.md). So when the model can stream without
-//! borrowing ([`Llm::stream_events_owned`](crate::Llm::stream_events_owned)), the loop hands
-//! the stream over and waits for the turn; [`WatchedRun`] reads the stream itself, each
-//! delta straight to the watcher, and gives the turn back to the loop.
+//! agent added to a streamed run (docs/performance.md). So, the model's stream owning what
+//! it reads ([`Llm::stream`](crate::Llm::stream) is `'static`), the loop hands the stream
+//! over and waits for the turn; [`WatchedRun`] reads the stream itself, each delta straight
+//! to the watcher, and gives the turn back to the loop.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -28,6 +28,7 @@ pub(crate) struct AgentInner {
     pub(crate) settings: ModelSettings,
     /// An output type whose schema goes to the model in the request (a model with native
     /// structured output) rather than as the `final_answer` tool.
+    #[cfg(feature = "output")]
     pub(crate) native_output: bool,
     pub(crate) system: Option<String>,
     pub(crate) name: String,

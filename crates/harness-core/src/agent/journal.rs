@@ -18,8 +18,8 @@ use crate::tool::Human;
 /// instead and drops it unrun.
 pub type Step<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Runs a run's steps: every model call and every tool call of
-/// [`Agent::run_journaled`](super::Agent::run_journaled) goes through it.
+/// Runs a run's steps: every model call and every tool call of a run given it with
+/// [`RunInput::with_journal`](super::RunInput::with_journal) goes through it.
 ///
 /// An implementation records each step's result and, when the run is replayed (after a
 /// crash, on another machine), returns the recorded result instead of running the step
@@ -28,7 +28,7 @@ pub type Step<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use harness_core::agent::{Agent, Journal, Step};
+/// use harness_core::agent::{Agent, Journal, RunInput, Step};
 /// use harness_core::testing::TestModel;
 /// use harness_core::{CompletionResponse, Content, Result, ToolCall, ToolError};
 ///
@@ -53,7 +53,7 @@ pub type Step<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let agent = Agent::builder(TestModel::new()).build()?;
 /// let journal = Counting::default();
-/// agent.run_journaled("hi", &journal).await?;
+/// agent.run(RunInput::from("hi").with_journal(&journal)).await?;
 /// assert_eq!(journal.0.load(Ordering::Relaxed), 1);
 /// # Ok::<(), harness_core::Error>(())
 /// # }).unwrap();

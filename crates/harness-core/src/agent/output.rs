@@ -10,6 +10,7 @@ pub const FINAL_TOOL: &str = "final_answer";
 
 /// The text the model reads when it answers in prose although a structured answer was asked
 /// for.
+#[cfg(feature = "output")]
 pub(crate) const ASK_FOR_FINAL_ANSWER: &str = "Answer by calling final_answer.";
 
 /// What the model reads when its answer, asked for in a schema it was sent (a model with

@@ -12,9 +12,8 @@ use tracing::Instrument as _;
 use super::events::AgentEvent;
 use super::inner::{AgentInner, ToolMode};
 use super::input::RunInput;
-use super::output::ASK_FOR_FINAL_ANSWER;
 #[cfg(feature = "output")]
-use super::output::{ANSWER_DOES_NOT_FIT, FINAL_TOOL, OutputType};
+use super::output::{ANSWER_DOES_NOT_FIT, ASK_FOR_FINAL_ANSWER, FINAL_TOOL, OutputType};
 use super::permissions::Decision;
 use super::report::Events;
 use super::run_error::RunError;
@@ -284,6 +283,8 @@ impl AgentInner {
     /// A turn without tool calls, already recorded: the run's output and why it ends, or
     /// `None` when the model is asked again (for a structured answer in the right shape, or
     /// for the call the vendor dropped, told in `dropped_call`).
+    // Without the output feature the agent has nothing to say about an answer.
+    #[cfg_attr(not(feature = "output"), allow(clippy::unused_self))]
     fn answer(
         &self,
         transcript: &mut Transcript,
@@ -298,32 +299,40 @@ impl AgentInner {
             return None;
         }
         let complete = finish_reason == FinishReason::Stop;
-        #[cfg(not(feature = "output"))]
-        let output: Option<&()> = None;
         #[cfg(feature = "output")]
-        let output = self.output.as_ref();
-        let Some(output) = output else {
-            let reason = if complete {
-                StopReason::Answer
-            } else {
-                StopReason::Truncated
-            };
-            return Some((Value::from(text), reason));
+        if let Some(output) = &self.output {
+            return self.structured_answer(transcript, output, text, complete);
+        }
+        let reason = if complete {
+            StopReason::Answer
+        } else {
+            StopReason::Truncated
         };
+        Some((Value::from(text), reason))
+    }
+
+    /// A turn without tool calls when a structured answer is asked for: the answer, when the
+    /// schema went with the request and the text fits it; otherwise the model is asked
+    /// again (`None`), to call `final_answer` or to mend what does not fit.
+    #[cfg(feature = "output")]
+    fn structured_answer(
+        &self,
+        transcript: &mut Transcript,
+        output: &OutputType,
+        text: String,
+        complete: bool,
+    ) -> Option<(Value, StopReason)> {
         let ask = if !self.native_output {
-            let _ = output;
             ASK_FOR_FINAL_ANSWER.to_owned()
         } else if !complete {
             // A structured answer cut at the output limit cannot be read.
             return Some((Value::from(text), StopReason::Truncated));
         } else {
-            #[cfg(feature = "output")]
+            // The schema went with the request: the answer is the JSON text.
             match read_native_answer(output, &text) {
                 Ok(value) => return Some((value, StopReason::Answer)),
                 Err(problems) => format!("{ANSWER_DOES_NOT_FIT} {problems}"),
             }
-            #[cfg(not(feature = "output"))]
-            ASK_FOR_FINAL_ANSWER.to_owned()
         };
         Arc::make_mut(transcript).push(Message::user(ask));
         None

@@ -16,7 +16,7 @@ use crate::response::TokenUsage;
 #[non_exhaustive]
 pub enum StopReason {
     /// The run has not ended: a state that has not run yet, or the state an error carries
-    /// ([`Error::state`](crate::Error::state)). Running it continues.
+    /// ([`RunError::state`](crate::RunError::state)). Running it continues.
     #[default]
     Unfinished,
     /// The model answered: the only reason [`AgentState::answered`] is true for.
@@ -336,6 +336,20 @@ fn json_type_name(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A state that starts from one user prompt.
+impl From<&str> for AgentState {
+    fn from(prompt: &str) -> Self {
+        Self::from_prompt(prompt)
+    }
+}
+
+/// A state that starts from one user prompt.
+impl From<String> for AgentState {
+    fn from(prompt: String) -> Self {
+        Self::from_prompt(prompt)
     }
 }
 

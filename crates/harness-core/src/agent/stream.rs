@@ -4,6 +4,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
@@ -54,11 +55,16 @@ use crate::llm::BoxStream;
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<'a, T = AgentEvent> {
     inner: BoxStream<'a, Result<T, RunError>>,
+    /// Set before the run starts to run its tools one at a time ([`RunStream::blocking`]).
+    one_at_a_time: Arc<AtomicBool>,
 }
 
 impl<'a> RunStream<'a> {
-    pub(crate) fn new(inner: BoxStream<'a, Item>) -> Self {
-        Self { inner }
+    pub(crate) fn new(inner: BoxStream<'a, Item>, one_at_a_time: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            one_at_a_time,
+        }
     }
 
     /// The model's answer text as it arrives; tools still run, and every turn is streamed,
@@ -66,6 +72,7 @@ impl<'a> RunStream<'a> {
     /// the events (its [`AgentEvent::Finished`]) when it is wanted.
     pub fn text(self) -> RunStream<'a, String> {
         RunStream {
+            one_at_a_time: self.one_at_a_time,
             inner: Box::pin(self.inner.filter_map(|event| async move {
                 match event {
                     Ok(AgentEvent::TextDelta(text)) => Some(Ok(text)),
@@ -79,12 +86,15 @@ impl<'a> RunStream<'a> {
 
 impl<'a, T: 'a> RunStream<'a, T> {
     /// The stream as an iterator for synchronous code: each `next()` drives the run on a
-    /// runtime of its own to its next item.
+    /// runtime of its own to its next item. As in [`Agent::run_blocking`](crate::Agent::run_blocking),
+    /// the tools of a turn run one at a time, so each tool's `ToolStarted` and `ToolFinished`
+    /// surround its own call (called before the first item is taken).
     ///
     /// # Errors
     /// A [`Configuration`](crate::ErrorKind::Configuration) error when called inside an
     /// async runtime, where blocking would stall it (poll the stream there).
     pub fn blocking(self) -> Result<BlockingIter<'a, T>> {
+        self.one_at_a_time.store(true, Ordering::Relaxed);
         Ok(BlockingIter {
             runtime: blocking_runtime()?,
             stream: self.inner,
@@ -106,16 +116,23 @@ impl<T> std::fmt::Debug for RunStream<'_, T> {
     }
 }
 
-/// The events of one run, ending in `Finished` or an error.
+/// The events of one run, ending in `Finished` or an error. Its tools run one at a time
+/// when `one_at_a_time` is set by the time the stream is first polled (or the mode says so).
 pub(crate) fn events(
     agent: Arc<AgentInner>,
     input: RunInput<'_>,
     mode: ToolMode,
+    one_at_a_time: Arc<AtomicBool>,
 ) -> BoxStream<'_, Item> {
     let input = Box::new(input);
     let handoff = Handoff::default();
     let handed = handoff.clone();
     let run = channel_stream(|sink| async move {
+        let mode = if one_at_a_time.load(Ordering::Relaxed) {
+            ToolMode::Sequential
+        } else {
+            mode
+        };
         let journal = input.journal;
         let events = Events::watched(&sink, &handed, journal);
         let outcome = agent.drive(input, mode, &events).await;

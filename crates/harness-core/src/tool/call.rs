@@ -82,8 +82,7 @@ impl IntoTool for Arc<dyn Tool> {
 /// Whether two tools are the same tool: the same type with the same spec.
 pub(crate) fn same_tool(a: &dyn Tool, b: &dyn Tool) -> bool {
     let (a_any, b_any): (&dyn Any, &dyn Any) = (a, b);
-    a_any.type_id() == b_any.type_id()
-        && (Arc::ptr_eq(a.spec(), b.spec()) || a.spec() == b.spec())
+    a_any.type_id() == b_any.type_id() && (Arc::ptr_eq(a.spec(), b.spec()) || a.spec() == b.spec())
 }
 
 /// Whether a call goes through the toolbox's human for approval: how the agent loop hands a

@@ -102,7 +102,9 @@ pub enum ElicitationResponse {
 /// made) reaches [`Human::ask`]. A toolbox without one leaves the agent to pause the run
 /// instead, for the answer to come later, perhaps in another process.
 ///
-/// ```
+// The example names `#[tool]`, of the `macros` feature.
+#[cfg_attr(feature = "macros", doc = " ```")]
+#[cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 /// use harness_core::{Ctx, ElicitationRequest, ElicitationResponse, Human, Toolbox, tool};
 /// use serde_json::{Value, json};
 ///
@@ -158,7 +160,9 @@ pub trait Human: Send + Sync {
 ///
 /// [`ToolError::denied`]: crate::ToolError::denied
 ///
-/// ```
+// The example names `#[tool]`, of the `macros` feature.
+#[cfg_attr(feature = "macros", doc = " ```")]
+#[cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 /// use harness_core::{approve_fn, tool, CallOptions, Toolbox};
 /// use serde_json::json;
 ///

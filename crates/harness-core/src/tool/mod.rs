@@ -12,8 +12,8 @@ mod schema;
 mod spec;
 mod toolbox;
 
-pub use call::{CallOptions, IntoTool, Tool};
 pub(crate) use call::Gate;
+pub use call::{CallOptions, IntoTool, Tool};
 pub use ctx::{Ctx, LogLevel, ToolUpdate};
 pub(crate) use ctx::{Deps, UpdateSink};
 pub use human::{
@@ -23,5 +23,5 @@ pub use schema::ParametersBuilder;
 #[cfg(feature = "output")]
 pub(crate) use schema::object_schema_for;
 pub use spec::ToolSpec;
-pub use toolbox::{Toolbox, ToolboxBuilder};
 pub(crate) use toolbox::panicked;
+pub use toolbox::{Toolbox, ToolboxBuilder};

@@ -29,7 +29,9 @@ const SCANNED: usize = 8;
 /// error, since the model could only ever reach one of them. Cloning a toolbox is cheap: it
 /// is shared, and each tool's spec is the tool's own.
 ///
-/// ```
+// The example names `#[tool]`, of the `macros` feature.
+#[cfg_attr(feature = "macros", doc = " ```")]
+#[cfg_attr(not(feature = "macros"), doc = " ```ignore")]
 /// use harness_core::{tool, CallOptions, Toolbox};
 /// use serde_json::json;
 ///

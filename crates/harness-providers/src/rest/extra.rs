@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// `extra`, the body is written as it is, with nothing in between.
 ///
 /// ```
-/// use deepharness_providers::rest::with_extra;
+/// use harness_providers::rest::with_extra;
 /// use serde_json::json;
 ///
 /// let body = json!({"model": "m", "generationConfig": {"temperature": 0.2}, "stream": true});

@@ -239,14 +239,14 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 /// Every event of a model's stream for `messages` and `tools`; any error fails the test.
-pub async fn collect_events(
-    model: &dyn harness_core::Llm,
+pub async fn collect_events<M: harness_core::Llm + Clone>(
+    model: &M,
     messages: &[harness_core::Message],
-    tools: &[harness_core::ToolSpec],
+    tools: &[Arc<harness_core::ToolSpec>],
 ) -> Vec<harness_core::LlmEvent> {
     use futures_util::StreamExt as _;
-    model
-        .stream_events(harness_core::Request::new(messages).with_tools(tools))
+    Arc::new(model.clone())
+        .stream(harness_core::Request::new(messages).with_tools(tools))
         .map(|e| e.unwrap())
         .collect()
         .await
