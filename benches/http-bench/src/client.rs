@@ -38,9 +38,8 @@ fn weather(city: &str) -> String {
 pub(crate) enum Case {
     /// deepharness, `agent.run(prompt).await` (the model is not streamed).
     Run,
-    /// deepharness, `agent.stream(prompt)`, every event consumed (the model streamed); the
-    /// case keeps its name, `stream_events`, which the xtask and the recorded figures use.
-    StreamEvents,
+    /// deepharness, `agent.stream(prompt)`, every event consumed (the model streamed).
+    Stream,
     /// bare reqwest, the two requests non-streamed.
     FloorJson,
     /// bare reqwest, the two requests streamed, each SSE body read to its end.
@@ -62,7 +61,7 @@ impl Case {
         Self::Run,
         Self::FloorSse,
         Self::ModelSse,
-        Self::StreamEvents,
+        Self::Stream,
     ];
 
     pub(crate) fn parse(name: &str) -> Result<Self, String> {
@@ -81,7 +80,7 @@ impl Case {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Run => "run",
-            Self::StreamEvents => "stream_events",
+            Self::Stream => "stream",
             Self::FloorJson => "floor_json",
             Self::FloorSse => "floor_sse",
             Self::ModelJson => "model_json",
@@ -101,7 +100,7 @@ pub(crate) enum Client {
 impl Client {
     pub(crate) fn new(case: Case, base_url: &str) -> Result<Self, String> {
         Ok(match case {
-            Case::Run | Case::StreamEvents => {
+            Case::Run | Case::Stream => {
                 let agent = Agent::builder(model(base_url)?)
                     .tool(GetWeather)
                     .build()

@@ -1,6 +1,6 @@
 //! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]
 //! [--load N]`: a two-step agent run (a tool call, then the answer) over loopback HTTP,
-//! through `Agent::run` and `Agent::stream_events`, beside bare reqwest sending the same two
+//! through `Agent::run` and `Agent::stream`, beside bare reqwest sending the same two
 //! requests (the floor) and the Python original, all against one OpenAI-compatible mock in a
 //! process of its own: one run at a time, then the Rust clients again with `--load` runs in
 //! flight at once (16 by default), as a busy server has; then 10,000 concurrent runs of each
@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 const PYTHON_BENCH: &str = "benches/http-bench/http_python.py";
 
 /// The Rust clients measured, each floor before the library path held to it.
-const RUST_CASES: [&str; 4] = ["floor_json", "run", "floor_sse", "stream_events"];
+const RUST_CASES: [&str; 4] = ["floor_json", "run", "floor_sse", "stream"];
 
 struct Options {
     runs: usize,
@@ -276,7 +276,7 @@ fn label(case: &str) -> &'static str {
         "floor_json" => "bare reqwest, non-streamed (floor)",
         "run" => "deepharness Agent::run",
         "floor_sse" => "bare reqwest, streamed (floor)",
-        "stream_events" => "deepharness Agent::stream_events",
+        "stream" => "deepharness Agent::stream",
         "arun" => "Python original, Agent.arun",
         "astream_events" => "Python original, Agent.astream_events",
         _ => "?",
@@ -321,7 +321,7 @@ fn print_tables(
     print_cpu_table("two-step run (tool call, answer)", cpu);
     print_cpu_table(&format!("the same, {load} runs in flight"), loaded);
     let find = |case: &str| cpu.iter().find(|(c, _)| *c == case).map(|(_, f)| f);
-    for (python, rust) in [("arun", "run"), ("astream_events", "stream_events")] {
+    for (python, rust) in [("arun", "run"), ("astream_events", "stream")] {
         if let (Some(p), Some(r)) = (find(python), find(rust)) {
             println!(
                 "CPU per run, {} / {}: {:.1}x",
