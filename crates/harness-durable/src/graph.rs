@@ -23,7 +23,8 @@ use serde::de::DeserializeOwned;
 use crate::journal::step_retries;
 use crate::session::{handler, service_name};
 
-/// Runs each node of an [`Executor::run_journaled`] run as a Restate `ctx.run` step named
+/// Runs each node of a journaled graph run ([`GraphInput::with_journal`]) as a Restate
+/// `ctx.run` step named
 /// `wave {wave} {node}`: the state the node returned is journaled, so on a retry (the
 /// worker died mid-wave) the wave's finished nodes are read back and only the node in
 /// flight runs again. A node that fails is retried under the step's retry policy, then

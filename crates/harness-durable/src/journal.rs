@@ -39,8 +39,9 @@ enum ToolRecord {
     Asked(Question),
 }
 
-/// Runs each step of an [`Agent::run_journaled`](harness_core::Agent::run_journaled) run as
-/// a Restate `ctx.run`: the step's result is journaled; on a retry (the worker died, the
+/// Runs each step of a journaled run
+/// ([`RunInput::with_journal`](harness_core::agent::RunInput::with_journal)) as a Restate
+/// `ctx.run`: the step's result is journaled; on a retry (the worker died, the
 /// deployment moved) a finished step's result is read back from the journal and the step is
 /// not run again. Only the step that was in flight runs again.
 ///

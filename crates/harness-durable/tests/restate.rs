@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use harness_core::{Agent, AgentEvent, ToolError, tool};
 use harness_durable::{DurableAgent, DurableGraph, register, serve};
-use harness_graph::{Graph, GraphError, GraphState, Place};
+use harness_graph::{Graph, GraphState, Place};
 use harness_providers::OpenAi;
 use harness_tools::mcp::McpServer;
 use serde::{Deserialize, Serialize};
@@ -93,12 +93,13 @@ fn flow_graph() -> harness_graph::Executor<Flow> {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             s.visited.push(name.to_owned());
-            Ok::<_, GraphError>(s)
+            Ok::<_, harness_core::Error>(s)
         })
         .unwrap();
     }
-    g.connect("a", "c").unwrap();
-    g.connect("b", "c").unwrap();
+    // A plain edge: the `Edge` returned is only for `.when`/`.loop_back`.
+    g.connect("a", "c");
+    g.connect("b", "c");
     g.build().unwrap()
 }
 
@@ -569,7 +570,7 @@ fn last(body: &Value) -> &Value {
 // ---------------------------------------------------------------------------------------
 
 fn client() -> reqwest::Client {
-    harness_providers::client_builder()
+    harness_providers::rest::client_builder()
         .unwrap()
         .timeout(Duration::from_secs(30))
         .build()

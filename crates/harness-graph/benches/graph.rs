@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use harness_graph::{Executor, Graph, GraphError, GraphState, Place};
+use harness_graph::{Executor, Graph, GraphInput, GraphState, GraphStopReason, Place};
 
 /// Parallel nodes in the fan-out/fan-in graph.
 const WIDTH: usize = 1000;
@@ -36,16 +36,14 @@ struct LoopState {
 fn fan_out_fan_in() -> Executor<FanState> {
     let mut g = Graph::<FanState>::new();
     let start = g
-        .add_async(
-            "start",
-            Place::START,
-            |s| async move { Ok::<_, GraphError>(s) },
-        )
+        .add_async("start", Place::START, |s| async move {
+            Ok::<_, harness_core::Error>(s)
+        })
         .unwrap();
     let join = g
         .add_async("join", Place::END, |mut s: FanState| async move {
             s.joined = s.hits.len();
-            Ok::<_, GraphError>(s)
+            Ok::<_, harness_core::Error>(s)
         })
         .unwrap();
     for i in 0..WIDTH {
@@ -56,12 +54,12 @@ fn fan_out_fan_in() -> Executor<FanState> {
                 Place::MIDDLE,
                 move |mut s: FanState| async move {
                     s.hits.push(hit);
-                    Ok::<_, GraphError>(s)
+                    Ok::<_, harness_core::Error>(s)
                 },
             )
             .unwrap();
-        g.connect(start, node).unwrap();
-        g.connect(node, join).unwrap();
+        g.connect(start, node);
+        g.connect(node, join);
     }
     g.build().unwrap()
 }
@@ -77,14 +75,13 @@ fn counting_loop() -> Executor<LoopState> {
             },
             |mut s: LoopState| async move {
                 s.count += 1;
-                Ok::<_, GraphError>(s)
+                Ok::<_, harness_core::Error>(s)
             },
         )
         .unwrap();
-    g.connect_loop_when(step, step, "below_limit", |s: &LoopState| {
-        s.count < ITERATIONS
-    })
-    .unwrap();
+    g.connect(step, step)
+        .loop_back()
+        .when("below_limit", |s: &LoopState| s.count < ITERATIONS);
     g.build().unwrap()
 }
 
@@ -94,8 +91,9 @@ fn bench(c: &mut Criterion) {
         .build()
         .expect("a runtime");
     let fan = fan_out_fan_in();
-    let checked = runtime.block_on(fan.run_default()).unwrap();
-    assert_eq!(checked.joined, WIDTH);
+    let checked = runtime.block_on(fan.run(FanState::default())).unwrap();
+    assert_eq!(checked.stop_reason, GraphStopReason::Done);
+    assert_eq!(checked.state.joined, WIDTH);
     let mut group = c.benchmark_group("graph");
     group.sample_size(20);
     group.bench_function("fan_out_fan_in_1000", |b| {
@@ -103,7 +101,7 @@ fn bench(c: &mut Criterion) {
             runtime.block_on(async {
                 let started = Instant::now();
                 for _ in 0..iterations {
-                    black_box(fan.run_default().await.unwrap());
+                    black_box(fan.run(FanState::default()).await.unwrap());
                 }
                 started.elapsed()
             })
@@ -112,9 +110,10 @@ fn bench(c: &mut Criterion) {
     let looping = counting_loop();
     let steps = usize::try_from(ITERATIONS).unwrap();
     let checked = runtime
-        .block_on(looping.run_with_steps(LoopState::default(), steps))
+        .block_on(looping.run(GraphInput::new(LoopState::default()).with_max_steps(steps)))
         .unwrap();
-    assert_eq!(checked.count, ITERATIONS);
+    assert_eq!(checked.stop_reason, GraphStopReason::Done);
+    assert_eq!(checked.state.count, ITERATIONS);
     group.bench_function("loop_10000", |b| {
         b.iter_custom(|iterations| {
             runtime.block_on(async {
@@ -122,7 +121,7 @@ fn bench(c: &mut Criterion) {
                 for _ in 0..iterations {
                     black_box(
                         looping
-                            .run_with_steps(LoopState::default(), steps)
+                            .run(GraphInput::new(LoopState::default()).with_max_steps(steps))
                             .await
                             .unwrap(),
                     );

@@ -233,7 +233,6 @@ impl<S: GraphState> Default for Graph<S> {
 
 /// An edge being built by [`Graph::connect`]: unconditional and forward until told
 /// otherwise.
-#[must_use = "an edge is added by connect; its methods set its condition or make it a loop"]
 pub struct Edge<'g, S: GraphState> {
     graph: &'g mut Graph<S>,
     /// The edge's place, `None` when `connect` named an unknown node.
@@ -319,12 +318,7 @@ impl<S: GraphState> Graph<S> {
     /// # Errors
     /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a name already
     /// taken.
-    pub fn add_async<F, Fut, E>(
-        &mut self,
-        name: &str,
-        place: Place,
-        node: F,
-    ) -> Result<NodeId>
+    pub fn add_async<F, Fut, E>(&mut self, name: &str, place: Place, node: F) -> Result<NodeId>
     where
         F: Fn(S) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<S, E>> + Send + 'static,

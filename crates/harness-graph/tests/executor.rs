@@ -11,8 +11,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use harness_core::{Error, ErrorKind};
 use harness_graph::GraphEvent::{NodeFinished, NodeStarted, WaveStarted};
-use harness_graph::{Graph, GraphError, GraphState, Place};
+use harness_graph::{Graph, GraphInput, GraphState, GraphStopReason, GraphUpdate, Place};
 
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
 struct Report {
@@ -32,7 +33,7 @@ async fn two_slow_branches_run_concurrently_and_join() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         s.sales = Some(120);
         s.log.push("sales".into());
-        Ok::<_, GraphError>(s)
+        Ok::<_, Error>(s)
     })
     .unwrap();
     g.add("fetch_churn", Place::START, |mut s: Report| {
@@ -51,13 +52,15 @@ async fn two_slow_branches_run_concurrently_and_join() {
         s
     })
     .unwrap();
-    g.connect("fetch_sales", "summarize").unwrap();
-    g.connect("fetch_churn", "summarize").unwrap();
+    g.connect("fetch_sales", "summarize");
+    g.connect("fetch_churn", "summarize");
     let graph = g.build().unwrap();
     let started = Instant::now();
     let input = Report::default();
     let out = graph.run(input.clone()).await.unwrap();
     let took = started.elapsed();
+    assert_eq!(out.stop_reason, GraphStopReason::Done);
+    let out = out.state;
     assert!(
         took < Duration::from_millis(550),
         "the branches ran one after the other: {took:?}"
@@ -94,9 +97,10 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
     let err = g
         .build()
         .unwrap()
-        .run_with_steps(Report::default(), 5)
+        .run(GraphInput::new(Report::default()).with_max_steps(5))
         .await
         .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Graph);
     assert_eq!(
         err.to_string(),
         "2 concurrent branches wrote 'summary' and it declares no reducer; add #[reducer(...)] to the field or give each branch its own field"
@@ -114,9 +118,10 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
     let out = g
         .build()
         .unwrap()
-        .run_with_steps(Report::default(), 5)
+        .run(GraphInput::new(Report::default()).with_max_steps(5))
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(out.summary, "same");
 
     // A reducer sees every writer, equal or not: both branches' identical appends are kept.
@@ -128,7 +133,13 @@ async fn several_writers_without_a_reducer_is_an_error_naming_the_field_but_equa
         })
         .unwrap();
     }
-    let out = g.build().unwrap().run_default().await.unwrap();
+    let out = g
+        .build()
+        .unwrap()
+        .run(Report::default())
+        .await
+        .unwrap()
+        .state;
     assert_eq!(out.log, ["done", "done"]);
 }
 
@@ -142,17 +153,21 @@ async fn a_failing_node_is_an_execution_error_naming_it() {
     // A sibling that never finishes: the failure must end the wave without awaiting it.
     g.add_async("forever", Place::START, |s: Report| async move {
         std::future::pending::<()>().await;
-        Ok::<_, GraphError>(s)
+        Ok::<_, Error>(s)
     })
     .unwrap();
     let graph = g.build().unwrap();
-    let run = graph.run_with_steps(Report::default(), 5);
+    let run = graph.run(GraphInput::new(Report::default()).with_max_steps(5));
     let err = tokio::time::timeout(Duration::from_secs(30), run)
         .await
         .expect("the failure ends the run; the pending sibling is dropped, not awaited")
         .unwrap_err();
-    assert!(matches!(&err, GraphError::Execution { node, .. } if node == "flaky"));
+    assert_eq!(err.kind(), ErrorKind::Graph);
     assert_eq!(err.to_string(), "Node 'flaky' failed: disk on fire");
+    let source = err
+        .downcast_ref::<std::io::Error>()
+        .expect("the node's own error is the source");
+    assert_eq!(source.to_string(), "disk on fire");
 }
 
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
@@ -181,13 +196,16 @@ async fn a_loop_reruns_its_body_and_a_skipped_conditional_node_is_reconsidered()
         s
     })
     .unwrap();
-    g.connect_when("tick", "odd_only", "is_odd", |s: &Counter| s.round % 2 == 1)
-        .unwrap();
-    g.connect("tick", "after").unwrap();
-    g.connect_loop_when("after", "tick", "more", |s: &Counter| s.round < 3)
-        .unwrap();
+    g.connect("tick", "odd_only")
+        .when("is_odd", |s: &Counter| s.round % 2 == 1);
+    g.connect("tick", "after");
+    g.connect("after", "tick")
+        .loop_back()
+        .when("more", |s: &Counter| s.round < 3);
     let graph = g.build().unwrap();
     let out = graph.run(Counter::default()).await.unwrap();
+    assert_eq!(out.stop_reason, GraphStopReason::Done);
+    let out = out.state;
     assert_eq!(
         out.seen,
         [
@@ -210,27 +228,23 @@ async fn n_waves_fit_in_max_steps_n_and_one_less_reports_the_state_reached() {
             })
             .unwrap();
         }
-        g.connect("one", "two").unwrap();
-        g.connect("two", "three").unwrap();
+        g.connect("one", "two");
+        g.connect("two", "three");
         g.build().unwrap()
     };
-    assert_eq!(
-        chain()
-            .run_with_steps(Counter::default(), 3)
-            .await
-            .unwrap()
-            .round,
-        3
-    );
-    let err = chain()
-        .run_with_steps(Counter::default(), 2)
+    let out = chain()
+        .run(GraphInput::new(Counter::default()).with_max_steps(3))
         .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Graph exceeded its limit of 2 steps; raise max_steps or check the loop conditions"
-    );
-    assert_eq!(err.partial_state::<Counter>().map(|s| s.round), Some(2));
+        .unwrap();
+    assert_eq!(out.stop_reason, GraphStopReason::Done);
+    assert_eq!(out.state.round, 3);
+    // One wave short: the run stops at the limit, Ok, with the state it reached.
+    let out = chain()
+        .run(GraphInput::new(Counter::default()).with_max_steps(2))
+        .await
+        .unwrap();
+    assert_eq!(out.stop_reason, GraphStopReason::StepLimit);
+    assert_eq!(out.state.round, 2);
 }
 
 #[tokio::test]
@@ -239,25 +253,22 @@ async fn an_unconditional_self_loop_runs_until_the_step_limit() {
     let step = g
         .add_async("step", Place::START, |mut s: Counter| async move {
             s.round += 1;
-            Ok::<_, GraphError>(s)
+            Ok::<_, Error>(s)
         })
         .unwrap();
-    g.connect_loop(step, step).unwrap();
+    g.connect(step, step).loop_back();
     let graph = g.build().unwrap();
     assert!(
         graph.diagram().contains("↺ step → step"),
         "{}",
         graph.diagram()
     );
-    let err = graph
-        .run_with_steps(Counter::default(), 5)
+    let out = graph
+        .run(GraphInput::new(Counter::default()).with_max_steps(5))
         .await
-        .unwrap_err();
-    assert!(
-        matches!(err, GraphError::StepLimitExceeded { .. }),
-        "{err:?}"
-    );
-    assert_eq!(err.partial_state::<Counter>().map(|s| s.round), Some(5));
+        .unwrap();
+    assert_eq!(out.stop_reason, GraphStopReason::StepLimit);
+    assert_eq!(out.state.round, 5);
 }
 
 #[tokio::test]
@@ -265,9 +276,10 @@ async fn build_refuses_an_undeclared_cycle() {
     let mut g = Graph::<Counter>::new();
     g.add("a", Place::START, |s| s).unwrap();
     g.add("b", Place::MIDDLE, |s| s).unwrap();
-    g.connect("a", "b").unwrap();
-    g.connect("b", "a").unwrap();
+    g.connect("a", "b");
+    g.connect("b", "a");
     let err = g.build().err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Configuration);
     assert!(
         err.to_string().starts_with("Graph contains a cycle"),
         "{err}"
@@ -309,7 +321,13 @@ async fn agents_as_nodes_run_in_parallel_branches() {
         .unwrap();
     g.add_async("tokio", Place::START, agent_node("tokio"))
         .unwrap();
-    let out = g.build().unwrap().run_default().await.unwrap();
+    let out = g
+        .build()
+        .unwrap()
+        .run(Research::default())
+        .await
+        .unwrap()
+        .state;
     assert_eq!(
         out.answers.get("rust").map(String::as_str),
         Some("all about rust")
@@ -353,14 +371,20 @@ async fn handles_connect_and_progress_is_reported() {
             Ok::<_, std::io::Error>(s)
         })
         .unwrap();
-    g.connect(first, second).unwrap();
+    g.connect(first, second);
     let graph = g.build().unwrap();
     let mut seen = Vec::new();
-    let out = graph
-        .run_events(Counter::default(), |e| seen.push(e))
-        .await
-        .unwrap();
-    assert_eq!(out.round, 2);
+    let mut finished = None;
+    let mut updates = std::pin::pin!(graph.stream(Counter::default()));
+    while let Some(update) = futures_util::StreamExt::next(&mut updates).await {
+        match update.unwrap() {
+            GraphUpdate::Progress(event) => seen.push(event),
+            GraphUpdate::Finished(out) => finished = Some(out),
+        }
+    }
+    let out = finished.expect("the stream ends with the run's output");
+    assert_eq!(out.stop_reason, GraphStopReason::Done);
+    assert_eq!(out.state.round, 2);
     assert_eq!(
         seen,
         vec![
@@ -393,7 +417,6 @@ async fn handles_connect_and_progress_is_reported() {
 #[tokio::test]
 async fn the_run_as_a_stream_ends_with_the_final_state() {
     use futures_util::StreamExt as _;
-    use harness_graph::GraphUpdate;
     let mut g = Graph::<Counter>::new();
     g.add("only", Place::START, |mut s: Counter| {
         s.round = 7;
@@ -416,7 +439,8 @@ async fn the_run_as_a_stream_ends_with_the_final_state() {
     );
     assert!(matches!(
         updates.last(),
-        Some(GraphUpdate::Finished(Counter { round: 7, .. }))
+        Some(GraphUpdate::Finished(out))
+            if out.state.round == 7 && out.stop_reason == GraphStopReason::Done
     ));
 }
 
@@ -435,12 +459,27 @@ async fn an_unnamed_condition_gates_its_edge_and_is_drawn_as_conditional() {
             s
         })
         .unwrap();
-    g.connect_if(a, b, |s: &Counter| s.round > 5).unwrap();
+    g.connect(a, b).when("", |s: &Counter| s.round > 5);
     let graph = g.build().unwrap();
     assert!(graph.diagram().ends_with("  ▽ conditional edge"));
-    let out = graph.run_default().await.unwrap();
+    let out = graph.run(Counter::default()).await.unwrap().state;
     assert!(
         out.seen.is_empty(),
         "the edge was not taken, so b was skipped"
+    );
+}
+
+#[tokio::test]
+async fn an_edge_naming_an_unknown_node_is_reported_by_build() {
+    let mut g = Graph::<Counter>::new();
+    g.add("a", Place::START, |s| s).unwrap();
+    g.connect("a", "nowhere").when("never", |_: &Counter| false);
+    g.connect("elsewhere", "a").loop_back();
+    let err = g.build().err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Configuration);
+    assert_eq!(
+        err.to_string(),
+        "Unknown node: nowhere; registered nodes: a",
+        "the first bad edge is the one reported"
     );
 }

@@ -1,4 +1,4 @@
-//! `Executor::run_journaled`: every node goes through the journal, one at a time in ready
+//! `Executor::run` with `GraphInput::with_journal`: every node goes through the journal, one at a time in ready
 //! order, so a journal that hands back recorded results resumes a crashed graph in the wave
 //! it was in without running a finished node again.
 
@@ -7,8 +7,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use harness_core::ErrorKind;
 use harness_graph::{
-    DEFAULT_MAX_STEPS, Graph, GraphError, GraphState, NodeError, NodeFuture, NodeJournal, Place,
+    Graph, GraphInput, GraphState, GraphStopReason, NodeError, NodeFuture, NodeJournal, Place,
 };
 
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
@@ -63,12 +64,12 @@ fn graph() -> harness_graph::Executor<Flow> {
         g.add_async(name, place, move |mut s: Flow| async move {
             RAN.lock().unwrap().push(name.to_owned());
             s.visited.push(name.to_owned());
-            Ok::<_, GraphError>(s)
+            Ok::<_, harness_core::Error>(s)
         })
         .unwrap();
     }
-    g.connect("a", "c").unwrap();
-    g.connect("b", "c").unwrap();
+    g.connect("a", "c");
+    g.connect("b", "c");
     g.build().unwrap()
 }
 
@@ -82,9 +83,10 @@ async fn a_replayed_graph_resumes_in_its_wave_and_runs_no_finished_node_again() 
         crash_at: Some(1),
     };
     let error = graph
-        .run_journaled(Flow::default(), DEFAULT_MAX_STEPS, &first)
+        .run(GraphInput::new(Flow::default()).with_journal(&first))
         .await
         .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Graph);
     assert!(
         error
             .to_string()
@@ -99,11 +101,12 @@ async fn a_replayed_graph_resumes_in_its_wave_and_runs_no_finished_node_again() 
         crash_at: None,
     };
     let out = graph
-        .run_journaled(Flow::default(), DEFAULT_MAX_STEPS, &retry)
+        .run(GraphInput::new(Flow::default()).with_journal(&retry))
         .await
         .unwrap();
+    assert_eq!(out.stop_reason, GraphStopReason::Done);
     assert_eq!(
-        out.visited,
+        out.state.visited,
         ["a", "b", "c"],
         "wave 1 merged in ready order, then c"
     );

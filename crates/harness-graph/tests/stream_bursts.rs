@@ -6,7 +6,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::panic)]
 
 use futures_util::StreamExt as _;
-use harness_graph::{Graph, GraphError, GraphEvent, GraphState, GraphUpdate, Place};
+use harness_graph::{Graph, GraphEvent, GraphState, GraphStopReason, GraphUpdate, Place};
 
 #[derive(Debug, Clone, Default, PartialEq, GraphState)]
 struct Tally {
@@ -25,7 +25,7 @@ fn a_wave_of_five_thousand_nodes_streams_every_event() {
             Place::START,
             move |mut s: Tally| async move {
                 s.seen.push(n);
-                Ok::<_, GraphError>(s)
+                Ok::<_, harness_core::Error>(s)
             },
         )
         .unwrap();
@@ -63,9 +63,10 @@ fn a_wave_of_five_thousand_nodes_streams_every_event() {
             })
             .count();
         assert_eq!(finished, NODES as usize);
-        let Some(GraphUpdate::Finished(state)) = updates.last() else {
+        let Some(GraphUpdate::Finished(out)) = updates.last() else {
             panic!("the stream must end with Finished");
         };
-        assert_eq!(state.seen.len(), NODES as usize);
+        assert_eq!(out.stop_reason, GraphStopReason::Done);
+        assert_eq!(out.state.seen.len(), NODES as usize);
     }
 }

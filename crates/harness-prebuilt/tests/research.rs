@@ -64,11 +64,7 @@ fn model(plan: Vec<&'static str>, delay: Duration, log: Arc<Mutex<Vec<String>>>)
 
 /// Every event of a run, which must not fail.
 async fn events_of(research: &DeepResearch, query: &str) -> Vec<ResearchEvent> {
-    research
-        .stream_events(query)
-        .map(Result::unwrap)
-        .collect()
-        .await
+    research.stream(query).map(Result::unwrap).collect().await
 }
 
 #[tokio::test]
@@ -316,26 +312,32 @@ struct BurstySynthesizer;
 
 const REPORT_DELTAS: usize = 10_000;
 
+impl BurstySynthesizer {
+    /// The planner's plan, or a researcher's answer.
+    fn answer(messages: &[Message]) -> CompletionResponse {
+        if system_of(messages).contains("sub-questions that, answered together") {
+            let call =
+                ToolCall::new("final_answer", json!({ "sub_questions": ["q1"] })).with_id("plan");
+            return CompletionResponse::from_tool_calls(vec![call]);
+        }
+        CompletionResponse::text("A")
+    }
+}
+
 #[harness_core::async_trait]
 impl Llm for BurstySynthesizer {
     async fn generate(&self, request: Request<'_>) -> harness_core::Result<CompletionResponse> {
-        if system_of(request.messages).contains("sub-questions that, answered together") {
-            let call =
-                ToolCall::new("final_answer", json!({ "sub_questions": ["q1"] })).with_id("plan");
-            return Ok(CompletionResponse::from_tool_calls(vec![call]));
-        }
-        Ok(CompletionResponse::text("A"))
+        Ok(Self::answer(request.messages))
     }
 
-    fn stream_events<'a>(
-        &'a self,
-        request: Request<'a>,
-    ) -> BoxStream<'a, harness_core::Result<LlmEvent>> {
+    fn stream(
+        self: Arc<Self>,
+        request: Request<'_>,
+    ) -> BoxStream<'static, harness_core::Result<LlmEvent>> {
         if !system_of(request.messages).contains("Write one thorough") {
+            let answer = Self::answer(request.messages);
             return Box::pin(futures_util::stream::once(async move {
-                self.generate(request)
-                    .await
-                    .map(|r| LlmEvent::Completed(Box::new(r)))
+                Ok(LlmEvent::Completed(Box::new(answer)))
             }));
         }
         let deltas = (0..REPORT_DELTAS).map(|_| Ok(LlmEvent::TextDelta("x".to_owned())));
@@ -363,13 +365,8 @@ fn a_report_of_ten_thousand_deltas_streams_whole() {
             .build()
             .unwrap(),
     ] {
-        let events: Vec<ResearchEvent> = runtime.block_on(async {
-            research
-                .stream_events("why?")
-                .map(|e| e.unwrap())
-                .collect()
-                .await
-        });
+        let events: Vec<ResearchEvent> =
+            runtime.block_on(async { research.stream("why?").map(|e| e.unwrap()).collect().await });
         let deltas = events
             .iter()
             .filter(|e| matches!(e, ResearchEvent::TextDelta(_)))

@@ -122,7 +122,9 @@ fn text_arg(arguments: &Map<String, Value>, key: &str) -> Result<String> {
         Some(other) => Err(ToolError::invalid_arguments(format!(
             "`{key}` must be a string, got {other}"
         ))),
-        None => Err(ToolError::invalid_arguments(format!("missing field `{key}`"))),
+        None => Err(ToolError::invalid_arguments(format!(
+            "missing field `{key}`"
+        ))),
     }
 }
 
@@ -239,7 +241,9 @@ fn read_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
     let offset = match arguments.get("offset") {
         None | Some(Value::Null) => 0,
         Some(v) => v.as_u64().ok_or_else(|| {
-            ToolError::invalid_arguments(format!("`offset` must be a non-negative integer, got {v}"))
+            ToolError::invalid_arguments(format!(
+                "`offset` must be a non-negative integer, got {v}"
+            ))
         })?,
     };
     let bytes = shared.workspace.read(&path)?;
@@ -442,7 +446,9 @@ fn edit_file(shared: &Shared, arguments: &Map<String, Value>) -> Result<String> 
         text.matches(old.as_str()).count()
     };
     match count {
-        0 => Err(ToolError::failed(format!("{rel} does not contain that text"))),
+        0 => Err(ToolError::failed(format!(
+            "{rel} does not contain that text"
+        ))),
         1 => {
             shared
                 .workspace

@@ -46,6 +46,7 @@ async fn call(tools: &[Arc<dyn Tool>], name: ToolName, args: Value) -> Result<St
         .unwrap();
     tool.call(args, Ctx::new())
         .await
+        .map(|content| content.text().into_owned())
         .map_err(|e| e.model_text())
 }
 

@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use harness_core::agent::{Agent, AgentEvent};
 use harness_core::testing::{FunctionModel, ScriptedModel};
-use harness_core::{CompletionResponse, Ctx, Human, Request, Role, ToolCall, ToolUpdate, Toolbox};
+use harness_core::{
+    CallOptions, CompletionResponse, Ctx, Error, ErrorKind, Human, Request, Role, ToolCall,
+    ToolUpdate, Toolbox,
+};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError, McpErrorKind,
     McpNotification, McpServer, Sampling, SamplingRequest, Transport,
@@ -288,6 +291,7 @@ impl FakeServer {
                 tool("media"),
                 tool("notify"),
                 tool("ask"),
+                tool("fail"),
             ]}),
         };
         self.reply(id, page);
@@ -551,8 +555,48 @@ impl FakeServer {
     }
 }
 
+/// The `McpError` an MCP failure carries as its source.
+fn mcp(err: &Error) -> &McpError {
+    assert_eq!(err.kind(), ErrorKind::Mcp, "{err:?}");
+    err.downcast_ref::<McpError>()
+        .unwrap_or_else(|| panic!("no McpError under {err:?}"))
+}
+
+/// The text of a call to `name`, within the server's own timeout; a call the server marks
+/// failed (`isError`) fails the test.
+async fn call(server: &McpServer, name: &str, arguments: Value) -> Result<String, Error> {
+    call_with(server, name, arguments, CallOptions::new()).await
+}
+
+/// [`call`] with a timeout for this call only.
+async fn call_within(
+    server: &McpServer,
+    name: &str,
+    arguments: Value,
+    timeout: Duration,
+) -> Result<String, Error> {
+    call_with(
+        server,
+        name,
+        arguments,
+        CallOptions::new().with_timeout(timeout),
+    )
+    .await
+}
+
+async fn call_with(
+    server: &McpServer,
+    name: &str,
+    arguments: Value,
+    options: CallOptions,
+) -> Result<String, Error> {
+    let result = server.call(name, arguments, options).await?;
+    assert!(!result.is_error, "{name} failed: {}", result.text());
+    Ok(result.text())
+}
+
 async fn report(server: &McpServer) -> Value {
-    serde_json::from_str(&server.call("report", json!({})).await.unwrap()).unwrap()
+    serde_json::from_str(&call(server, "report", json!({})).await.unwrap()).unwrap()
 }
 
 /// True once `pid` is gone or a zombie (dead, waiting for a parent to reap it).
@@ -581,7 +625,9 @@ fn temp_file(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("harness-mcp-{name}-{}", std::process::id()))
 }
 
-fn assert_timeout(err: &McpError, method: &str, started: Instant, limit: Duration) {
+fn assert_timeout(err: &Error, method: &str, started: Instant, limit: Duration) {
+    assert!(err.is_timeout(), "{err:?}");
+    let err = mcp(err);
     assert!(err.is_timeout(), "{err:?}");
     assert_eq!(err.kind(), McpErrorKind::Timeout);
     assert!(err.message().contains(method), "{err}");
@@ -606,7 +652,7 @@ async fn a_silent_server_times_out_in_the_handshake_and_is_killed() {
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
     // A tool call on it fails the same way, and does not hang either.
     let started = Instant::now();
-    let err = server.call("echo", json!({})).await.unwrap_err();
+    let err = call(&server, "echo", json!({})).await.unwrap_err();
     assert_timeout(&err, "initialize", started, Duration::from_secs(2));
     let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
     assert!(
@@ -621,22 +667,23 @@ async fn a_call_that_is_never_answered_times_out_and_is_cancelled() {
     let server = fake("tools").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
-    let err = server.call("never", json!({})).await.unwrap_err();
+    let err = call(&server, "never", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     // The server was told to stop working on it.
     let seen = report(&server).await;
     assert_eq!(seen["cancelled"].as_array().unwrap().len(), 1, "{seen}");
     // A per-call timeout overrides the server's.
     let started = Instant::now();
-    let err = server
-        .call_with_timeout("never", json!({}), Duration::from_millis(150))
+    let err = call_within(&server, "never", json!({}), Duration::from_millis(150))
         .await
         .unwrap_err();
-    assert!(err.is_timeout() && err.message().contains("150ms"), "{err}");
+    assert!(
+        err.is_timeout() && mcp(&err).message().contains("150ms"),
+        "{err}"
+    );
     assert!(started.elapsed() < Duration::from_secs(1));
     // And a longer one lets a slow call finish.
-    let text = server
-        .call_with_timeout("sleep", json!({"ms": 500}), Duration::from_secs(5))
+    let text = call_within(&server, "sleep", json!({"ms": 500}), Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(text, "slept");
@@ -648,10 +695,11 @@ async fn a_half_written_line_then_silence_times_out() {
     let server = fake("tools").with_name("half-writer").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
-    let err = server.call("half", json!({})).await.unwrap_err();
+    let err = call(&server, "half", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     assert!(
-        err.message()
+        mcp(&err)
+            .message()
             .starts_with("MCP server `half-writer` did not answer"),
         "{err}"
     );
@@ -663,12 +711,11 @@ async fn answers_with_the_wrong_ids_time_out() {
     let server = fake("tools").with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
-    let err = server.call("wrong_id", json!({})).await.unwrap_err();
+    let err = call(&server, "wrong_id", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     // The connection still works afterwards.
     assert!(
-        server
-            .call("echo", json!({}))
+        call(&server, "echo", json!({}))
             .await
             .unwrap()
             .contains("echo")
@@ -697,10 +744,14 @@ async fn answers_with_an_id_of_the_wrong_type_are_skipped() {
         json!(["exponent"]),
         json!(["string", "float"]),
     ] {
-        let text = server
-            .call_with_timeout("typed_id", json!({"wrong": wrong}), Duration::from_secs(30))
-            .await
-            .unwrap();
+        let text = call_within(
+            &server,
+            "typed_id",
+            json!({"wrong": wrong}),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
         assert_eq!(text, "the right answer", "wrong ids {wrong}");
     }
     server.close().await.unwrap();
@@ -714,37 +765,40 @@ async fn an_answer_over_the_size_limit_fails_its_call_at_once() {
     server.connect().await.unwrap();
     for shape in ["id_first", "id_last"] {
         let started = Instant::now();
-        let err = server
-            .call_with_timeout(
-                "huge",
-                json!({"bytes": 17 * 1024 * 1024, "shape": shape}),
-                Duration::from_secs(30),
-            )
-            .await
-            .unwrap_err();
+        let err = call_within(
+            &server,
+            "huge",
+            json!({"bytes": 17 * 1024 * 1024, "shape": shape}),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap_err();
         let elapsed = started.elapsed();
         assert!(
             elapsed < Duration::from_secs(10),
             "{shape}: took {elapsed:?}"
         );
+        let err = mcp(&err);
         assert_eq!(err.kind(), McpErrorKind::Protocol, "{shape}: {err:?}");
         assert!(err.message().contains("16 MiB"), "{shape}: {err}");
         assert!(err.message().contains("16777216 bytes"), "{shape}: {err}");
         assert!(err.message().contains("MCP server `big`"), "{shape}: {err}");
         assert_eq!(
-            server.call("echo", json!({"after": shape})).await.unwrap(),
+            call(&server, "echo", json!({"after": shape}))
+                .await
+                .unwrap(),
             format!("called echo with {{\"after\":\"{shape}\"}}")
         );
     }
     // A line of exactly the limit, its newline included, is within it.
-    let text = server
-        .call_with_timeout(
-            "huge",
-            json!({"bytes": 16 * 1024 * 1024, "shape": "id_first"}),
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap();
+    let text = call_within(
+        &server,
+        "huge",
+        json!({"bytes": 16 * 1024 * 1024, "shape": "id_first"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
     assert!(text.len() > 16 * 1024 * 1024 - 100, "{}", text.len());
     assert!(text.bytes().all(|b| b == b'x'));
     server.close().await.unwrap();
@@ -755,14 +809,14 @@ async fn an_answer_over_the_size_limit_fails_its_call_at_once() {
 #[tokio::test]
 async fn a_line_over_the_size_limit_without_an_id_is_skipped() {
     let server = fake("tools");
-    let text = server
-        .call_with_timeout(
-            "huge",
-            json!({"bytes": 17 * 1024 * 1024, "shape": "no_id"}),
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap();
+    let text = call_within(
+        &server,
+        "huge",
+        json!({"bytes": 17 * 1024 * 1024, "shape": "no_id"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
     assert_eq!(text, "after the huge line");
     server.close().await.unwrap();
 }
@@ -771,12 +825,12 @@ async fn a_line_over_the_size_limit_without_an_id_is_skipped() {
 async fn junk_on_stdout_is_skipped() {
     let server = fake("tools");
     assert_eq!(
-        server.call("junk", json!({})).await.unwrap(),
+        call(&server, "junk", json!({})).await.unwrap(),
         "survived the junk"
     );
     // The junk left nothing behind: the next call is answered as usual.
     assert_eq!(
-        server.call("echo", json!({"a": 1})).await.unwrap(),
+        call(&server, "echo", json!({"a": 1})).await.unwrap(),
         "called echo with {\"a\":1}"
     );
     server.close().await.unwrap();
@@ -819,9 +873,9 @@ async fn two_calls_to_one_server_are_in_flight_at_once() {
     let server = fake("tools").with_timeout(Duration::from_secs(5));
     server.connect().await.unwrap();
     // `first` is answered only after `second` has reached the server.
-    let (first, second) = tokio::join!(server.call("first", json!({})), async {
+    let (first, second) = tokio::join!(call(&server, "first", json!({})), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        server.call("second", json!({})).await
+        call(&server, "second", json!({})).await
     });
     assert_eq!(first.unwrap(), "first");
     assert_eq!(second.unwrap(), "second");
@@ -829,8 +883,8 @@ async fn two_calls_to_one_server_are_in_flight_at_once() {
     // Two calls of a second each take about a second together, not two.
     let started = Instant::now();
     let (a, b) = tokio::join!(
-        server.call("sleep", json!({"ms": 1000})),
-        server.call("sleep", json!({"ms": 1000}))
+        call(&server, "sleep", json!({"ms": 1000})),
+        call(&server, "sleep", json!({"ms": 1000}))
     );
     let elapsed = started.elapsed();
     assert_eq!(
@@ -845,7 +899,7 @@ async fn two_calls_to_one_server_are_in_flight_at_once() {
 async fn server_requests_between_calls_are_answered() {
     let root = std::env::temp_dir().join("harness mcp root");
     let server = fake("tools").with_roots(vec![root.clone()]);
-    assert_eq!(server.call("arm", json!({})).await.unwrap(), "armed");
+    assert_eq!(call(&server, "arm", json!({})).await.unwrap(), "armed");
     // No call in flight while the server asks.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen = report(&server).await;
@@ -897,7 +951,10 @@ async fn elicitations_reach_the_elicitor_and_accepted_forms_get_their_defaults()
             }
         }
     });
-    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    assert_eq!(
+        call(&server, "arm_elicit", json!({})).await.unwrap(),
+        "armed"
+    );
     let seen = report(&server).await;
     let answers = &seen["answers"];
     // The user's fields kept (`verified` too), the missing `age` from its default.
@@ -970,7 +1027,7 @@ async fn an_elicitation_during_a_run_goes_to_the_runs_human_like_its_approvals()
     ]));
     let tools = Toolbox::builder()
         .tools(server.tools().await.unwrap())
-        .shared_human(operator.clone())
+        .human(operator.clone())
         .build()
         .unwrap();
     let agent = Agent::builder(model.clone())
@@ -1000,7 +1057,7 @@ async fn an_elicitation_during_a_run_goes_to_the_runs_human_like_its_approvals()
     );
     // Outside a run (no human waiting) the server's elicitor answers.
     let outside: Value =
-        serde_json::from_str(&server.call("ask", json!({})).await.unwrap()).unwrap();
+        serde_json::from_str(&call(&server, "ask", json!({})).await.unwrap()).unwrap();
     assert_eq!(outside, json!({"action": "decline"}));
     assert_eq!(operator.asked.lock().unwrap().len(), 1);
     server.close().await.unwrap();
@@ -1012,10 +1069,14 @@ async fn without_run_elicitation_a_runs_human_is_not_asked() {
     let operator = Operator::new("ops-7");
     let tools = Toolbox::builder()
         .tools(server.tools().await.unwrap())
-        .shared_human(operator.clone())
+        .human(operator.clone())
         .build()
         .unwrap();
-    let answer: Value = serde_json::from_str(&tools.call("ask", json!({})).await.unwrap()).unwrap();
+    let answer = tools
+        .call("ask", json!({}), CallOptions::new())
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&answer.text()).unwrap();
     assert_eq!(answer, json!({"action": "decline"}));
     assert!(operator.asked.lock().unwrap().is_empty());
     let seen = report(&server).await;
@@ -1033,7 +1094,10 @@ async fn an_elicitor_that_panics_answers_cancel_and_the_connection_lives_on() {
         #[allow(unreachable_code)]
         ElicitationResponse::Decline
     });
-    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    assert_eq!(
+        call(&server, "arm_elicit", json!({})).await.unwrap(),
+        "armed"
+    );
     let seen = report(&server).await;
     for id in ["srv-form", "srv-url"] {
         assert_eq!(
@@ -1042,8 +1106,7 @@ async fn an_elicitor_that_panics_answers_cancel_and_the_connection_lives_on() {
             "{seen}"
         );
     }
-    let echoed = server
-        .call("echo", json!({"text": "still here"}))
+    let echoed = call(&server, "echo", json!({"text": "still here"}))
         .await
         .unwrap();
     assert_eq!(echoed, r#"called echo with {"text":"still here"}"#);
@@ -1053,7 +1116,10 @@ async fn an_elicitor_that_panics_answers_cancel_and_the_connection_lives_on() {
 #[tokio::test]
 async fn without_an_elicitor_nothing_is_declared_and_elicitations_are_declined() {
     let server = fake("tools");
-    assert_eq!(server.call("arm_elicit", json!({})).await.unwrap(), "armed");
+    assert_eq!(
+        call(&server, "arm_elicit", json!({})).await.unwrap(),
+        "armed"
+    );
     let seen = report(&server).await;
     let answers = &seen["answers"];
     for id in ["srv-form", "srv-url"] {
@@ -1084,7 +1150,10 @@ async fn sampling_requests_are_served_by_the_model_when_approved() {
     });
     let sampling = Sampling::new(model).with_approval(|r: &SamplingRequest| r.max_tokens <= 100);
     let server = fake("tools").with_sampling(sampling);
-    assert_eq!(server.call("arm_sample", json!({})).await.unwrap(), "armed");
+    assert_eq!(
+        call(&server, "arm_sample", json!({})).await.unwrap(),
+        "armed"
+    );
     let seen = report(&server).await;
     let answers = &seen["answers"];
     // The system prompt goes first, then the server's messages.
@@ -1110,7 +1179,10 @@ async fn sampling_requests_are_served_by_the_model_when_approved() {
 #[tokio::test]
 async fn without_sampling_the_capability_is_not_declared_and_requests_are_refused() {
     let server = fake("tools");
-    assert_eq!(server.call("arm_sample", json!({})).await.unwrap(), "armed");
+    assert_eq!(
+        call(&server, "arm_sample", json!({})).await.unwrap(),
+        "armed"
+    );
     let seen = report(&server).await;
     assert_eq!(
         seen["answers"]["srv-short"]["message"]["error"]["code"],
@@ -1164,6 +1236,7 @@ async fn resources_and_prompts_are_listed_read_and_filled_in() {
         .call(json!({"uri": "file:///a.txt"}), Ctx::new())
         .await
         .unwrap();
+    let read = read.text();
     assert!(
         read.contains("hello") && read.contains("file:///a.txt"),
         "{read}"
@@ -1207,7 +1280,7 @@ async fn notifications_reach_the_callback_with_the_servers_name() {
         },
     );
     server.set_log_level("warning").await.unwrap();
-    let level = server.call("notify", json!({})).await.unwrap();
+    let level = call(&server, "notify", json!({})).await.unwrap();
     assert_eq!(level, "\"warning\"");
     let mut seen = Vec::new();
     while seen.len() < 4 {
@@ -1270,11 +1343,7 @@ async fn a_servers_progress_on_a_call_reaches_the_watched_run() {
         .tools(server.tools().await.unwrap())
         .build()
         .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .stream_events("go")
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.stream("go").map(Result::unwrap).collect().await;
     let updates: Vec<&ToolUpdate> = events
         .iter()
         .filter_map(|e| match e {
@@ -1340,7 +1409,7 @@ async fn paging_stops_at_the_page_cap() {
 // ---------------------------------------------------------------------------------------
 
 async fn spawned_pids(server: &McpServer) -> (u32, u32) {
-    let text = server.call("spawn", json!({})).await.unwrap();
+    let text = call(server, "spawn", json!({})).await.unwrap();
     let (server_pid, child_pid) = text.split_once(' ').unwrap();
     let pids = (server_pid.parse().unwrap(), child_pid.parse().unwrap());
     assert!(!dead(pids.0) && !dead(pids.1));
@@ -1361,8 +1430,8 @@ async fn close_kills_the_whole_process_group() {
         "the server's child {child_pid} survived close"
     );
     server.close().await.unwrap(); // twice is fine
-    let err = server.call("echo", json!({})).await.unwrap_err();
-    assert!(err.is_closed(), "{err:?}");
+    let err = call(&server, "echo", json!({})).await.unwrap_err();
+    assert!(mcp(&err).is_closed(), "{err:?}");
 }
 
 #[tokio::test]
@@ -1391,7 +1460,8 @@ async fn dropping_the_last_clone_kills_the_whole_process_group() {
 async fn a_server_that_exits_is_a_transport_error_then_restarted_on_next_use() {
     let server = fake("tools");
     let (first_pid, _) = spawned_pids(&server).await;
-    let err = server.call("exit", json!({})).await.unwrap_err();
+    let err = call(&server, "exit", json!({})).await.unwrap_err();
+    let err = mcp(&err);
     assert!(err.is_transport(), "{err:?}");
     assert!(
         err.message()
@@ -1410,7 +1480,7 @@ async fn a_server_that_exits_is_a_transport_error_then_restarted_on_next_use() {
 #[tokio::test]
 async fn non_text_results_reach_the_model() {
     let server = fake("tools");
-    let text = server.call("media", json!({})).await.unwrap();
+    let text = call(&server, "media", json!({})).await.unwrap();
     assert_eq!(
         text,
         "a chart\n[image image/png, 5 bytes]\n[audio audio/wav, 2 bytes]\n\
@@ -1418,7 +1488,10 @@ async fn non_text_results_reach_the_model() {
          [resource file:///data.bin application/zip, 6 bytes]\n\
          [resource link more file:///more.md]\n{\"total\":3}"
     );
-    let result = server.call_content("media", json!({})).await.unwrap();
+    let result = server
+        .call("media", json!({}), CallOptions::new())
+        .await
+        .unwrap();
     assert!(!result.is_error);
     assert_eq!(result.structured_content, Some(json!({"total": 3})));
     let images = result.images();
@@ -1433,7 +1506,7 @@ async fn non_text_results_reach_the_model() {
     // reads images sees it (the agent loop records these blocks in the tool message).
     let tools = server.tools().await.unwrap();
     let media = tools.iter().find(|t| t.spec().name == "media").unwrap();
-    let content = media.call_content(json!({}), Ctx::new()).await.unwrap();
+    let content = media.call(json!({}), Ctx::new()).await.unwrap();
     let blocks = content.blocks();
     assert_eq!(blocks.len(), 2);
     assert_eq!(blocks[0].as_text(), Some(text.as_str()));
@@ -1441,12 +1514,19 @@ async fn non_text_results_reach_the_model() {
         matches!(&blocks[1], harness_core::Block::Image(image) if image.data() == Some("aGVsbG8="))
     );
 
-    // isError stays an error, with the server's text.
-    let err = server.call("fail", json!({})).await.unwrap_err();
-    assert!(err.is_tool_failed(), "{err:?}");
-    assert_eq!(err.message(), "fail failed: disk full");
-    let failed = server.call_content("fail", json!({})).await.unwrap();
+    // isError is a result marked failed, with the server's text.
+    let failed = server
+        .call("fail", json!({}), CallOptions::new())
+        .await
+        .unwrap();
     assert!(failed.is_error);
+    assert_eq!(failed.text(), "disk full");
+    // Through the tool an agent holds, it is the call's error, with the server's text.
+    let fail = tools.iter().find(|t| t.spec().name == "fail").unwrap();
+    let err = fail.call(json!({}), Ctx::new()).await.unwrap_err();
+    assert_eq!(err.message(), "fail failed: disk full");
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<McpError>());
+    assert!(source.is_some_and(McpError::is_tool_failed), "{err:?}");
     server.close().await.unwrap();
 }
 
@@ -1471,12 +1551,12 @@ async fn tool_names_a_vendor_would_refuse_are_mapped_and_called_by_their_own_nam
     let read = find("files_read");
     assert!(!read.spec().requires_approval);
     let text = read.call(json!({"path": "a"}), Ctx::new()).await.unwrap();
-    assert_eq!(text, "called files.read with {\"path\":\"a\"}");
+    assert_eq!(text.text(), "called files.read with {\"path\":\"a\"}");
     let text = find(&long_two.model_name)
         .call(json!({}), Ctx::new())
         .await
         .unwrap();
-    assert_eq!(text, format!("called {} with {{}}", long_two.name));
+    assert_eq!(text.text(), format!("called {} with {{}}", long_two.name));
     // Every name offered is one OpenAI accepts.
     for tool in &tools {
         let name = &tool.spec().name;
@@ -1496,7 +1576,7 @@ async fn names_that_collide_once_mapped_are_refused() {
     let server = fake("collide");
     let err = server.tools().await.err().unwrap();
     assert!(err.is_configuration(), "{err:?}");
-    let message = err.message();
+    let message = err.to_string();
     assert!(
         message.contains("fake_mcp_server"),
         "names the server: {message}"
@@ -1515,8 +1595,8 @@ async fn names_that_collide_once_mapped_are_refused() {
 async fn a_missing_program_is_a_transport_error_that_says_so() {
     let server = McpServer::stdio(["/nonexistent/mcp-server"]).unwrap();
     let err = server.connect().await.unwrap_err();
-    assert!(err.is_transport(), "{err:?}");
-    assert!(err.message().contains("cannot start MCP server"), "{err}");
+    assert!(mcp(&err).is_transport(), "{err:?}");
+    assert!(err.to_string().contains("cannot start MCP server"), "{err}");
     let err = McpServer::stdio(Vec::<String>::new()).unwrap_err();
     assert!(err.is_configuration());
 }
@@ -1643,7 +1723,7 @@ async fn a_reply_stream_of_only_comments_times_out() {
     let server = McpServer::http(&url, &[]).unwrap().with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
-    let err = server.call("think", json!({})).await.unwrap_err();
+    let err = call(&server, "think", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     server.close().await.unwrap();
 }
@@ -1656,7 +1736,7 @@ async fn an_http_answer_with_the_wrong_id_times_out() {
         .with_timeout(SHORT);
     server.connect().await.unwrap();
     let started = Instant::now();
-    let err = server.call("anything", json!({})).await.unwrap_err();
+    let err = call(&server, "anything", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
     server.close().await.unwrap();
 }
@@ -1675,7 +1755,7 @@ fn headers_the_client_sets_itself_are_refused() {
     let err =
         McpServer::http("http://127.0.0.1:1/mcp", &[("Accept".into(), "x".into())]).unwrap_err();
     assert!(err.is_configuration());
-    assert!(err.message().contains("accept"), "{err}");
+    assert!(err.to_string().contains("accept"), "{err}");
     let err = McpServer::http(
         "http://127.0.0.1:1/mcp",
         &[("bad header".into(), "x".into())],
@@ -1754,16 +1834,17 @@ async fn a_transport_of_ones_own_gets_timeouts_and_keeps_its_error_kinds() {
         json!("in-memory")
     );
     assert_eq!(
-        server.call("up", json!({"word": "hi"})).await.unwrap(),
+        call(&server, "up", json!({"word": "hi"})).await.unwrap(),
         "hi"
     );
 
     let started = Instant::now();
-    let err = server.call("hang", json!({})).await.unwrap_err();
+    let err = call(&server, "hang", json!({})).await.unwrap_err();
     assert_timeout(&err, "tools/call", started, Duration::from_secs(2));
-    let err = server.call("down", json!({})).await.unwrap_err();
-    assert!(err.is_transport(), "{err:?}");
-    assert_eq!(err.message(), "link down");
+    let err = call(&server, "down", json!({})).await.unwrap_err();
+    assert!(mcp(&err).is_transport(), "{err:?}");
+    assert_eq!(mcp(&err).message(), "link down");
+    assert_eq!(err.to_string(), "link down");
 
     server.close().await.unwrap();
     let recorded = transport.0.lock().unwrap();

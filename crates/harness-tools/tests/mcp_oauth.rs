@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
+use harness_core::{CallOptions, Error, ErrorKind};
 use harness_tools::mcp::auth::{OAuth, Redirect, StoredTokens, TokenStore};
 use harness_tools::mcp::{McpError, McpServer};
 use serde_json::{Value, json};
@@ -404,6 +405,24 @@ fn server(url: &str, oauth: OAuth) -> McpServer {
         .with_timeout(TIMEOUT)
 }
 
+/// The text of a call to `name` (no arguments) that succeeded.
+async fn echo(mcp: &McpServer) -> String {
+    let result = mcp
+        .call("echo", json!({}), CallOptions::new())
+        .await
+        .unwrap();
+    assert!(!result.is_error, "echo failed: {}", result.text());
+    result.text()
+}
+
+/// True for an MCP failure whose `McpError` is an authorization failure.
+fn is_authorization(error: &Error) -> bool {
+    error.kind() == ErrorKind::Mcp
+        && error
+            .downcast_ref::<McpError>()
+            .is_some_and(McpError::is_authorization)
+}
+
 /// A token store that counts what it is given.
 #[derive(Default, Clone)]
 struct CountingStore(Arc<Mutex<Vec<StoredTokens>>>);
@@ -430,7 +449,7 @@ async fn discovery_registration_and_the_pkce_code_flow_reach_the_tools() {
     let mcp = server(&url, headless().with_token_store(store.clone()));
     let tools = mcp.list_tools().await.unwrap();
     assert_eq!(tools[0].name, "echo");
-    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&mcp).await, "ok");
 
     let auth = state.lock().unwrap();
     // Discovery: the resource's metadata (the challenge's resource_metadata), then the
@@ -480,7 +499,7 @@ async fn a_rejected_token_is_refreshed_without_a_new_sign_in() {
         let mut auth = state.lock().unwrap();
         auth.tokens.clear();
     }
-    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&mcp).await, "ok");
     let auth = state.lock().unwrap();
     assert_eq!(auth.authorizations.len(), 1, "no second sign-in");
     let grants: Vec<&str> = auth
@@ -501,7 +520,7 @@ async fn a_refused_refresh_means_a_new_sign_in() {
         auth.tokens.clear();
         auth.refuse_refresh = true;
     }
-    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&mcp).await, "ok");
     assert_eq!(state.lock().unwrap().authorizations.len(), 2);
 }
 
@@ -510,7 +529,7 @@ async fn step_up_on_403_asks_for_the_wider_scopes() {
     let (url, state) = servers(|auth| auth.call_needs = vec!["mcp:write".to_owned()]).await;
     let mcp = server(&url, headless());
     mcp.list_tools().await.unwrap();
-    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&mcp).await, "ok");
     let auth = state.lock().unwrap();
     assert_eq!(auth.authorizations.len(), 2);
     let scopes: HashSet<&str> = auth.authorizations[1]["scope"].split(' ').collect();
@@ -530,15 +549,18 @@ async fn step_up_stops_at_its_limit_and_the_token_stays_out_of_the_error() {
     .await;
     let mcp = server(&url, headless());
     mcp.list_tools().await.unwrap();
-    let error = mcp.call("echo", json!({})).await.unwrap_err();
-    assert!(error.is_authorization(), "{error:?}");
-    assert!(error.message().contains("step-up"), "{error}");
+    let error = mcp
+        .call("echo", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
+    assert!(is_authorization(&error), "{error:?}");
+    assert!(error.to_string().contains("step-up"), "{error}");
     {
         let auth = state.lock().unwrap();
         // The first sign-in, then the default two step-ups for this call.
         assert_eq!(auth.authorizations.len(), 3);
         for secret in &auth.issued {
-            assert!(!error.message().contains(secret.as_str()), "{error}");
+            assert!(!error.to_string().contains(secret.as_str()), "{error}");
             assert!(!format!("{error:?}").contains(secret.as_str()));
         }
     }
@@ -547,12 +569,11 @@ async fn step_up_stops_at_its_limit_and_the_token_stays_out_of_the_error() {
     let (url, state) = servers(|auth| auth.call_needs = vec!["mcp:write".to_owned()]).await;
     let mcp = server(&url, headless().with_max_step_ups(0));
     mcp.list_tools().await.unwrap();
-    assert!(
-        mcp.call("echo", json!({}))
-            .await
-            .unwrap_err()
-            .is_authorization()
-    );
+    let error = mcp
+        .call("echo", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
+    assert!(is_authorization(&error), "{error:?}");
     assert_eq!(state.lock().unwrap().authorizations.len(), 1);
 }
 
@@ -561,11 +582,11 @@ async fn a_server_that_refuses_every_token_is_an_authorization_error_without_tok
     let (url, state) = servers(|auth| auth.refuse_all = true).await;
     let mcp = server(&url, headless());
     let error = mcp.list_tools().await.unwrap_err();
-    assert!(error.is_authorization(), "{error:?}");
+    assert!(is_authorization(&error), "{error:?}");
     let auth = state.lock().unwrap();
     assert!(!auth.issued.is_empty());
     for secret in &auth.issued {
-        assert!(!error.message().contains(secret.as_str()), "{error}");
+        assert!(!error.to_string().contains(secret.as_str()), "{error}");
     }
 }
 
@@ -574,8 +595,8 @@ async fn without_oauth_a_401_is_an_authorization_error_that_says_what_to_do() {
     let (url, _state) = servers(|_| {}).await;
     let mcp = McpServer::http(&url, &[]).unwrap().with_timeout(TIMEOUT);
     let error = mcp.list_tools().await.unwrap_err();
-    assert!(error.is_authorization(), "{error:?}");
-    assert!(error.message().contains("with_oauth"), "{error}");
+    assert!(is_authorization(&error), "{error:?}");
+    assert!(error.to_string().contains("with_oauth"), "{error}");
 }
 
 #[tokio::test]
@@ -585,7 +606,7 @@ async fn the_loopback_redirect_gets_the_code_from_the_browser() {
     let redirect = Redirect::loopback().on_url(|authorization_url| {
         let authorization_url = authorization_url.to_owned();
         tokio::spawn(async move {
-            let browser = harness_providers::client_builder()
+            let browser = harness_providers::rest::client_builder()
                 .unwrap()
                 .build()
                 .unwrap();
@@ -615,7 +636,7 @@ async fn stored_tokens_spare_a_new_client_the_sign_in_until_they_are_refused() {
     // A new client (a new run of the program) with the same store: no registration, no
     // sign-in.
     let second = server(&url, headless().with_token_store(store.clone()));
-    assert_eq!(second.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&second).await, "ok");
     {
         let auth = state.lock().unwrap();
         assert_eq!(auth.authorizations.len(), 1);
@@ -630,7 +651,7 @@ async fn stored_tokens_spare_a_new_client_the_sign_in_until_they_are_refused() {
         auth.refuse_refresh = true;
     }
     let third = server(&url, headless().with_token_store(store));
-    assert_eq!(third.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&third).await, "ok");
     assert_eq!(state.lock().unwrap().authorizations.len(), 2);
 }
 
@@ -640,7 +661,7 @@ async fn client_credentials_get_a_token_without_a_redirect_and_a_wrong_secret_st
     let (url, state) =
         servers(|auth| auth.endpoint_methods = vec!["client_secret_basic".to_owned()]).await;
     let mcp = server(&url, OAuth::client_credentials("svc", "s3cret"));
-    assert_eq!(mcp.call("echo", json!({})).await.unwrap(), "ok");
+    assert_eq!(echo(&mcp).await, "ok");
     {
         let auth = state.lock().unwrap();
         assert!(auth.authorizations.is_empty(), "no redirect");
@@ -654,7 +675,7 @@ async fn client_credentials_get_a_token_without_a_redirect_and_a_wrong_secret_st
     }
     let wrong = server(&url, OAuth::client_credentials("svc", "wrong-SECRET"));
     let error = wrong.list_tools().await.unwrap_err();
-    assert!(error.is_authorization(), "{error:?}");
-    assert!(error.message().contains("client credentials"), "{error}");
-    assert!(!error.message().contains("wrong-SECRET"), "{error}");
+    assert!(is_authorization(&error), "{error:?}");
+    assert!(error.to_string().contains("client credentials"), "{error}");
+    assert!(!error.to_string().contains("wrong-SECRET"), "{error}");
 }

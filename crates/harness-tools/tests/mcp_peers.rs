@@ -12,13 +12,31 @@ use std::time::Duration;
 use harness_core::agent::Agent;
 use harness_core::testing::FunctionModel;
 use harness_core::testing::TestModel;
+use harness_core::{CallOptions, Ctx, Error, ErrorKind, Toolbox};
 use harness_core::{CompletionResponse, Request};
-use harness_core::{Ctx, Toolbox};
 use harness_tools::mcp::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpNotification,
-    McpServer, Sampling, SamplingRequest,
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError,
+    McpNotification, McpServer, Sampling, SamplingRequest,
 };
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// The text of a call to `name`, as `options` say; a call the server marks failed
+/// (`isError`) fails the test.
+async fn call_with(
+    server: &McpServer,
+    name: &str,
+    arguments: Value,
+    options: CallOptions,
+) -> Result<String, Error> {
+    let result = server.call(name, arguments, options).await?;
+    assert!(!result.is_error, "{name} failed: {}", result.text());
+    Ok(result.text())
+}
+
+/// [`call_with`] within the server's own timeout.
+async fn call(server: &McpServer, name: &str, arguments: Value) -> Result<String, Error> {
+    call_with(server, name, arguments, CallOptions::new()).await
+}
 
 fn peers() -> &'static Path {
     static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
@@ -107,26 +125,36 @@ async fn server_filesystem_over_stdio() {
     assert!(!write.read_only);
 
     let path = dir.join("hello.txt").to_string_lossy().into_owned();
-    let text = server
-        .call("read_text_file", json!({"path": path}))
+    let text = call(&server, "read_text_file", json!({"path": path}))
         .await
         .unwrap();
     assert_eq!(text, "hello from the sandbox");
 
-    // Outside its sandbox: an error *result*, which becomes our typed error.
-    let err = server
-        .call("read_text_file", json!({"path": "/etc/hostname"}))
+    // Outside its sandbox: an error *result*, marked failed.
+    let failed = server
+        .call(
+            "read_text_file",
+            json!({"path": "/etc/hostname"}),
+            CallOptions::new(),
+        )
         .await
-        .unwrap_err();
-    assert!(
-        err.message().starts_with("read_text_file failed: "),
-        "{err}"
-    );
-    let err = server.call("no_such_tool", json!({})).await.unwrap_err();
-    assert!(
-        err.message().contains("failed") || err.message().contains("refused"),
-        "{err}"
-    );
+        .unwrap();
+    assert!(failed.is_error, "{failed:?}");
+    // An unknown tool: a result marked failed, or a request the server refuses.
+    match server
+        .call("no_such_tool", json!({}), CallOptions::new())
+        .await
+    {
+        Ok(result) => assert!(result.is_error, "{result:?}"),
+        Err(err) => {
+            assert_eq!(err.kind(), ErrorKind::Mcp, "{err:?}");
+            assert!(
+                err.downcast_ref::<McpError>().unwrap().is_refused(),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("refused"), "{err}");
+        }
+    }
 
     // The tools, gated unless read-only.
     let tools = server.tools().await.unwrap();
@@ -142,8 +170,7 @@ async fn server_filesystem_over_stdio() {
     assert!(gate("write_file"));
 
     // The roots request: the server asked for our roots and took them as its allowed dirs.
-    let allowed = server
-        .call("list_allowed_directories", json!({}))
+    let allowed = call(&server, "list_allowed_directories", json!({}))
         .await
         .unwrap();
     assert!(allowed.contains(dir.to_str().unwrap()), "{allowed}");
@@ -198,8 +225,7 @@ async fn server_everything_over_stdio_with_its_notifications() {
     });
     let listed = server.list_tools().await.unwrap();
     assert!(listed.iter().any(|t| t.name == "echo"), "{listed:?}");
-    let text = server
-        .call("echo", json!({"message": "hi there"}))
+    let text = call(&server, "echo", json!({"message": "hi there"}))
         .await
         .unwrap();
     assert!(text.contains("hi there"), "{text}");
@@ -208,13 +234,13 @@ async fn server_everything_over_stdio_with_its_notifications() {
         .iter()
         .any(|t| t.name == "trigger-long-running-operation")
     {
-        let text = server
-            .call(
-                "trigger-long-running-operation",
-                json!({"duration": 1, "steps": 3}),
-            )
-            .await
-            .unwrap();
+        let text = call(
+            &server,
+            "trigger-long-running-operation",
+            json!({"duration": 1, "steps": 3}),
+        )
+        .await
+        .unwrap();
         assert!(!text.is_empty());
         // Its progress reached the callback, step by step.
         let progress = progress.lock().unwrap().clone();
@@ -261,8 +287,7 @@ async fn server_everything_elicits_through_the_elicitor_with_defaults_applied() 
                 ElicitationResponse::Accept(answer)
             }
         });
-    let text = server
-        .call("trigger-elicitation-request", json!({}))
+    let text = call(&server, "trigger-elicitation-request", json!({}))
         .await
         .unwrap();
     assert!(text.contains("- Name: Ada Lovelace"), "{text}");
@@ -306,13 +331,13 @@ async fn server_everything_samples_through_the_clients_model() {
         .with_sampling(Sampling::new(model).with_approval(|r: &SamplingRequest| {
             r.server.contains("index.js") && r.max_tokens <= 64
         }));
-    let text = server
-        .call(
-            "trigger-sampling-request",
-            json!({"prompt": "2+2?", "maxTokens": 64}),
-        )
-        .await
-        .unwrap();
+    let text = call(
+        &server,
+        "trigger-sampling-request",
+        json!({"prompt": "2+2?", "maxTokens": 64}),
+    )
+    .await
+    .unwrap();
     assert!(
         text.contains("echo: Resource trigger-sampling-request context: 2+2?"),
         "{text}"
@@ -321,9 +346,10 @@ async fn server_everything_samples_through_the_clients_model() {
     assert!(text.contains("\"stopReason\": \"endTurn\""), "{text}");
     // Over the approval's limit: the server's call fails with the client's refusal.
     let refused = server
-        .call_content(
+        .call(
             "trigger-sampling-request",
             json!({"prompt": "long", "maxTokens": 500}),
+            CallOptions::new(),
         )
         .await;
     let refused = format!("{refused:?}");
@@ -397,7 +423,7 @@ async fn server_everything_non_text_results_and_timeouts() {
     ])
     .unwrap();
     // An image between two texts: named with its type and size, not dropped.
-    let text = server.call("get-tiny-image", json!({})).await.unwrap();
+    let text = call(&server, "get-tiny-image", json!({})).await.unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
@@ -406,46 +432,53 @@ async fn server_everything_non_text_results_and_timeouts() {
     );
     assert!(lines[2].contains("MCP logo"), "{text}");
     let result = server
-        .call_content("get-tiny-image", json!({}))
+        .call("get-tiny-image", json!({}), CallOptions::new())
         .await
         .unwrap();
+    assert!(!result.is_error);
     assert_eq!(result.images().len(), 1);
     assert_eq!(result.images()[0].media_type(), Some("image/png"));
     // Embedded resources, text and binary.
-    let text = server
-        .call(
-            "get-resource-reference",
-            json!({"resourceType": "Text", "resourceId": 1}),
-        )
-        .await
-        .unwrap();
+    let text = call(
+        &server,
+        "get-resource-reference",
+        json!({"resourceType": "Text", "resourceId": 1}),
+    )
+    .await
+    .unwrap();
     assert!(text.contains("\n[resource "), "{text}");
-    let text = server
-        .call(
-            "get-resource-reference",
-            json!({"resourceType": "Blob", "resourceId": 2}),
-        )
-        .await
-        .unwrap();
+    let text = call(
+        &server,
+        "get-resource-reference",
+        json!({"resourceType": "Blob", "resourceId": 2}),
+    )
+    .await
+    .unwrap();
     assert!(text.contains(" bytes]"), "{text}");
     // Structured content the text already carries is not repeated.
-    let text = server
-        .call("get-structured-content", json!({"location": "Chicago"}))
-        .await
-        .unwrap();
+    let text = call(
+        &server,
+        "get-structured-content",
+        json!({"location": "Chicago"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(text.matches("temperature").count(), 1, "{text}");
     // A call longer than its timeout is cut off, typed, and the server stays usable.
-    let err = server
-        .call_with_timeout(
-            "trigger-long-running-operation",
-            json!({"duration": 5, "steps": 5}),
-            Duration::from_millis(500),
-        )
-        .await
-        .unwrap_err();
+    let err = call_with(
+        &server,
+        "trigger-long-running-operation",
+        json!({"duration": 5, "steps": 5}),
+        CallOptions::new().with_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
-    let text = server
-        .call("echo", json!({"message": "still here"}))
+    assert!(
+        err.downcast_ref::<McpError>().unwrap().is_timeout(),
+        "{err:?}"
+    );
+    let text = call(&server, "echo", json!({"message": "still here"}))
         .await
         .unwrap();
     assert!(text.contains("still here"), "{text}");
@@ -491,8 +524,7 @@ async fn server_everything_over_streamable_http() {
     let server = Arc::new(McpServer::http(&url, &[("x-test".to_owned(), "1".to_owned())]).unwrap());
     let listed = server.list_tools().await.unwrap();
     assert!(listed.iter().any(|t| t.name == "echo"));
-    let text = server
-        .call("echo", json!({"message": "over http"}))
+    let text = call(&server, "echo", json!({"message": "over http"}))
         .await
         .unwrap();
     assert!(text.contains("over http"), "{text}");
@@ -502,6 +534,6 @@ async fn server_everything_over_streamable_http() {
         .call(json!({"message": "as a tool"}), Ctx::new())
         .await
         .unwrap();
-    assert!(text.contains("as a tool"));
+    assert!(text.text().contains("as a tool"));
     server.close().await.unwrap();
 }

@@ -9,8 +9,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use harness_tools::mcp::McpServer;
-use serde_json::json;
+use harness_core::{CallOptions, ErrorKind};
+use harness_tools::mcp::{McpError, McpServer};
+use serde_json::{Value, json};
 
 fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
@@ -43,6 +44,13 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(name)
+}
+
+/// Calls `name` and returns the text of a call that succeeded.
+async fn call_text(mcp: &McpServer, name: &str, arguments: Value) -> String {
+    let result = mcp.call(name, arguments, CallOptions::new()).await.unwrap();
+    assert!(!result.is_error, "{name} failed: {}", result.text());
+    result.text()
 }
 
 struct Process(std::process::Child);
@@ -86,15 +94,20 @@ async fn add_over_http(mode: &str) {
         .expect("the add tool");
     assert_eq!(add.description, "Add two integers.");
     assert_eq!(add.input_schema["required"], json!(["a", "b"]));
-    assert_eq!(
-        mcp.call("add", json!({"a": 2, "b": 40})).await.unwrap(),
-        "42"
-    );
-    let err = mcp.call("add", json!({"a": "two"})).await.unwrap_err();
-    assert!(
-        err.message().starts_with("add failed: ") || err.message().contains("refused"),
-        "{err}"
-    );
+    assert_eq!(call_text(&mcp, "add", json!({"a": 2, "b": 40})).await, "42");
+    // Wrong arguments: a call the server marks failed, or a request it refuses.
+    match mcp
+        .call("add", json!({"a": "two"}), CallOptions::new())
+        .await
+    {
+        Ok(result) => assert!(result.is_error, "{result:?}"),
+        Err(err) => {
+            assert_eq!(err.kind(), ErrorKind::Mcp, "{err:?}");
+            let mcp_error = err.downcast_ref::<McpError>().unwrap();
+            assert!(mcp_error.is_refused(), "{err}");
+            assert!(mcp_error.message().contains("refused"), "{err}");
+        }
+    }
     mcp.close().await.unwrap();
 }
 
@@ -124,10 +137,7 @@ async fn a_paged_tools_list_is_followed_to_its_last_page() {
         .map(|t| t.name)
         .collect();
     assert_eq!(names, ["tool_0", "tool_1", "tool_2", "tool_3", "tool_4"]);
-    assert_eq!(
-        mcp.call("tool_3", json!({})).await.unwrap(),
-        "called tool_3"
-    );
+    assert_eq!(call_text(&mcp, "tool_3", json!({})).await, "called tool_3");
     mcp.close().await.unwrap();
 }
 
@@ -148,9 +158,17 @@ async fn server_requests_are_answered_ping_served_and_the_unknown_refused() {
     assert_eq!(answers["s1"]["error"]["code"], json!(-32601));
     assert_eq!(answers["s1"]["id"], json!("s1"));
     // A JSON-RPC error to a call is an McpError saying so.
-    let err = mcp.call("answers", json!({})).await.unwrap_err();
+    let err = mcp
+        .call("answers", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Mcp, "{err:?}");
+    assert!(
+        err.downcast_ref::<McpError>().unwrap().is_refused(),
+        "{err:?}"
+    );
     assert_eq!(
-        err.message(),
+        err.to_string(),
         "MCP server refused tools/call: no such luck (code -32000)"
     );
     mcp.close().await.unwrap();

@@ -10,10 +10,10 @@ use futures_util::StreamExt as _;
 use harness_core::agent::{Agent, AgentEvent};
 use harness_core::testing::ScriptedModel;
 use harness_core::{
-    Block, CompletionResponse, Content, Ctx, Image, LogLevel, Tool, ToolCall, ToolError, ToolSpec,
-    ToolUpdate, Toolbox, async_trait, tool,
+    Block, CallOptions, CompletionResponse, Content, Ctx, ErrorKind, Image, LogLevel, Tool,
+    ToolCall, ToolError, ToolSpec, ToolUpdate, Toolbox, async_trait, tool,
 };
-use harness_tools::mcp::{McpContent, McpNotification, McpServer, McpToolServer};
+use harness_tools::mcp::{McpContent, McpError, McpNotification, McpServer, McpToolServer};
 use serde_json::{Value, json};
 
 /// Add two integers.
@@ -41,20 +41,16 @@ async fn count(ctx: Ctx) -> String {
 
 /// A tool that answers with text and an image.
 struct Picture {
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
 }
 
 #[async_trait]
 impl Tool for Picture {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
-        Ok("a red dot".to_owned())
-    }
-
-    async fn call_content(&self, _arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
+    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
         Ok(Content::Blocks(vec![
             Block::text("a red dot"),
             Block::Image(Image::from_base64("iVBORw0KGgo=", "image/png")),
@@ -64,11 +60,11 @@ impl Tool for Picture {
 
 fn toolbox() -> Toolbox {
     let picture = Picture {
-        spec: ToolSpec::new(
+        spec: Arc::new(ToolSpec::new(
             "picture",
             "Draws a dot.",
             json!({"type": "object", "properties": {}}),
-        ),
+        )),
     };
     Toolbox::builder()
         .tool(Add)
@@ -77,6 +73,16 @@ fn toolbox() -> Toolbox {
         .tool(picture)
         .build()
         .unwrap()
+}
+
+/// The text of a call to `name` that succeeded.
+async fn call_text(client: &McpServer, name: &str, arguments: Value) -> String {
+    let result = client
+        .call(name, arguments, CallOptions::new())
+        .await
+        .unwrap();
+    assert!(!result.is_error, "{name} failed: {}", result.text());
+    result.text()
 }
 
 /// A server on a loopback port, and a client for it.
@@ -115,11 +121,14 @@ async fn a_served_toolbox_lists_its_tools_with_their_schemas() {
 async fn calls_return_text_images_and_failures_as_results() {
     let client = over_http().await;
     assert_eq!(
-        client.call("add", json!({"a": 2, "b": 3})).await.unwrap(),
+        call_text(&client, "add", json!({"a": 2, "b": 3})).await,
         "5"
     );
     // A tool's failure is an `isError` result, its text the error the model would read.
-    let failed = client.call_content("broken", json!({})).await.unwrap();
+    let failed = client
+        .call("broken", json!({}), CallOptions::new())
+        .await
+        .unwrap();
     assert!(failed.is_error);
     assert!(
         failed.text().contains("the disk is on fire"),
@@ -127,14 +136,30 @@ async fn calls_return_text_images_and_failures_as_results() {
         failed.text()
     );
     // Images survive the trip.
-    let picture = client.call_content("picture", json!({})).await.unwrap();
+    let picture = client
+        .call("picture", json!({}), CallOptions::new())
+        .await
+        .unwrap();
+    assert!(!picture.is_error);
     assert_eq!(picture.content[0], McpContent::Text("a red dot".into()));
     assert!(matches!(&picture.content[1], McpContent::Image(image)
         if image.data() == Some("iVBORw0KGgo=")));
     // Arguments that do not fit, and an unknown tool: protocol errors, named.
-    let wrong = client.call("add", json!({"a": "two"})).await.unwrap_err();
+    let wrong = client
+        .call("add", json!({"a": "two"}), CallOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(wrong.kind(), ErrorKind::Mcp, "{wrong:?}");
+    assert!(
+        wrong.downcast_ref::<McpError>().unwrap().is_refused(),
+        "{wrong:?}"
+    );
     assert!(wrong.to_string().contains("add"), "{wrong}");
-    let unknown = client.call("nope", json!({})).await.unwrap_err();
+    let unknown = client
+        .call("nope", json!({}), CallOptions::new())
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::Mcp, "{unknown:?}");
     assert!(
         unknown.to_string().contains("unknown tool: nope"),
         "{unknown}"
@@ -153,7 +178,7 @@ async fn progress_and_logs_become_notifications_at_the_clients_level() {
                 sink.lock().unwrap().push(notification);
             });
     client.set_log_level("info").await.unwrap();
-    assert_eq!(client.call("count", json!({})).await.unwrap(), "3");
+    assert_eq!(call_text(&client, "count", json!({})).await, "3");
     // Notifications are handled on tasks of their own: give them a moment.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while seen.lock().unwrap().len() < 4 && tokio::time::Instant::now() < deadline {
@@ -200,11 +225,7 @@ async fn an_agent_uses_a_served_toolbox_and_sees_its_progress() {
         .tools(client.tools().await.unwrap())
         .build()
         .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .stream_events("count")
-        .map(Result::unwrap)
-        .collect()
-        .await;
+    let events: Vec<AgentEvent> = agent.stream("count").map(Result::unwrap).collect().await;
     let updates = events
         .iter()
         .filter(|e| {
@@ -253,7 +274,7 @@ async fn a_toolbox_is_served_over_stdio() {
     let tools = client.list_tools().await.unwrap();
     assert_eq!(tools.len(), 4);
     assert_eq!(
-        client.call("add", json!({"a": 40, "b": 2})).await.unwrap(),
+        call_text(&client, "add", json!({"a": 40, "b": 2})).await,
         "42"
     );
     client.close().await.unwrap();

@@ -29,17 +29,23 @@ async fn output_stderr_and_exit_code_in_the_workspace_root() {
     let out = tool
         .call(json!({"command": "ls; echo oops >&2; exit 3"}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "here.txt\n[stderr]\noops\n[exit 3]");
     let out = tool
         .call(json!({"command": "true"}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "(no output)");
     let out = tool
         .call(json!({"command": "printf 'abcdef' | cat"}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "abcdef");
     let ungated = shell_tool(
         &w,
@@ -54,7 +60,8 @@ async fn output_stderr_and_exit_code_in_the_workspace_root() {
         ungated
             .call(json!({"command": "echo abcdef"}), Ctx::new())
             .await
-            .unwrap(),
+            .unwrap()
+            .text(),
         "abc\n... [3 characters cut] ..."
     );
     let _ = std::fs::remove_dir_all(root);
@@ -144,7 +151,7 @@ async fn a_timeout_kills_the_group_and_the_descendants_that_left_it_and_keeps_th
     let call = tool.call(json!({"command": SPAWNS_AND_SLEEPS}), Ctx::new());
     let (out, pids) = tokio::join!(call, spawned_pids(&root));
     assert_eq!(
-        out.unwrap(),
+        out.unwrap().text(),
         format!("Command timed out after 2s: {SPAWNS_AND_SLEEPS}\nbefore\n[stderr]\nwarning")
     );
     all_die(pids).await;
@@ -159,7 +166,9 @@ async fn a_timeout_kills_the_group_and_the_descendants_that_left_it_and_keeps_th
     let out = quiet
         .call(json!({"command": "sleep 30"}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "Command timed out after 0.2s: sleep 30");
     let _ = std::fs::remove_dir_all(root);
 }
@@ -209,7 +218,9 @@ async fn a_background_child_holding_the_output_open_is_killed_soon_after_sh_exit
             Ctx::new(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     // Not the 60 s timeout, nor the 1000 s of the sleeper.
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(
@@ -234,7 +245,9 @@ async fn a_background_child_with_its_output_elsewhere_is_left_running() {
             Ctx::new(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "started");
     let child = pid_in(&root.join("child.pid")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -265,7 +278,9 @@ async fn a_command_that_closes_its_output_still_runs_until_the_timeout() {
     let out = tool
         .call(json!({"command": command}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert!(started.elapsed() >= Duration::from_millis(800));
     assert_eq!(
         out,
@@ -286,7 +301,9 @@ async fn invalid_utf8_becomes_replacement_characters() {
             Ctx::new(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     assert_eq!(out, "a\u{FFFD}béc\n[stderr]\n\u{FFFD}");
     let _ = std::fs::remove_dir_all(root);
 }
@@ -307,7 +324,9 @@ async fn long_stdout_and_stderr_are_each_cut_in_the_middle_with_the_count() {
     let out = tool
         .call(json!({"command": command}), Ctx::new())
         .await
-        .unwrap();
+        .unwrap()
+        .text()
+        .into_owned();
     // Each stream is 99 999 characters once trimmed: 800 shown from the start, 200 from the
     // end, 98 999 cut. Both cuts fall on a line break, so no break is added around the marker.
     let stream = |word: &str| {
@@ -351,7 +370,9 @@ async fn yes_for_the_whole_timeout_stays_within_a_few_megabytes() {
         let out = tool
             .call(json!({"command": "yes"}), Ctx::new())
             .await
-            .unwrap();
+            .unwrap()
+            .text()
+            .into_owned();
         let after = high_water_kb();
         println!(
             "VmHWM before={before} after={after} chars={}",

@@ -112,7 +112,7 @@ async fn the_request_the_results_and_the_text() {
         .await
         .unwrap();
     assert_eq!(
-        text,
+        text.text(),
         "Rust\nhttps://rust-lang.org\nA language.\n\nCrates\nhttps://crates.io\nPackages."
     );
     assert_eq!(

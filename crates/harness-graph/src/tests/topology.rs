@@ -1,10 +1,13 @@
 // The checks of spec §2.1 and the shapes handed to the executor.
 
-use crate::GraphError;
+use harness_core::{Error, ErrorKind};
+
 use crate::topology::{Condition, LoopInfo, Topology};
 
-fn message(result: Result<(), GraphError>) -> String {
-    result.unwrap_err().to_string()
+fn message(result: Result<(), Error>) -> String {
+    let err = result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Configuration, "{err}");
+    err.to_string()
 }
 
 #[test]

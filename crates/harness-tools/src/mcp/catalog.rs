@@ -104,8 +104,8 @@ impl McpServer {
     /// The server's resources, every page of `resources/list`.
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the listing (a server without resources answers
-    /// it with an error).
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from the handshake
+    /// or the listing (a server without resources answers it with an error).
     pub async fn list_resources(&self) -> harness_core::Result<Vec<McpResource>> {
         self.list_json(
             "resources/list",
@@ -157,7 +157,8 @@ impl McpServer {
     /// [`McpContent::Resource`] with its text or its bytes (base64).
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the read (an unknown URI is the server's error).
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from the handshake
+    /// or the read (an unknown URI is the server's error).
     pub async fn read_resource(&self, uri: &str) -> harness_core::Result<Vec<McpContent>> {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
@@ -177,7 +178,8 @@ impl McpServer {
     /// (`resources/subscribe`).
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the request.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from the handshake
+    /// or the request.
     pub async fn subscribe(&self, uri: &str) -> harness_core::Result<()> {
         let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(
             SubscribeRequestParams::new(uri),
@@ -188,12 +190,16 @@ impl McpServer {
     /// Takes back a [`subscribe`](Self::subscribe) (`resources/unsubscribe`).
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the request.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from the handshake
+    /// or the request.
     pub async fn unsubscribe(&self, uri: &str) -> harness_core::Result<()> {
         let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
             UnsubscribeRequestParams::new(uri),
         ));
-        Ok(self.json(request, "resources/unsubscribe").await.map(drop)?)
+        Ok(self
+            .json(request, "resources/unsubscribe")
+            .await
+            .map(drop)?)
     }
 
     /// The server's prompts, every page of `prompts/list`.
@@ -230,13 +236,13 @@ impl McpServer {
     /// The prompt `name` filled in with `arguments` (each a string, as the protocol says).
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the request (an unknown prompt, a missing
-    /// argument: the server's error).
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error from the handshake or the request (an
+    /// unknown prompt, a missing argument: the server's error), its [`McpError`] the source.
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: &[(&str, &str)],
-    ) -> Result<McpPromptResult, McpError> {
+    ) -> harness_core::Result<McpPromptResult> {
         let mut params = GetPromptRequestParams::new(name);
         if !arguments.is_empty() {
             let map: Map<String, Value> = arguments

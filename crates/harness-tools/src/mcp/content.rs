@@ -45,7 +45,7 @@ pub enum McpContent {
 
 /// Everything a tool call returned: its content items in order, its `structuredContent`,
 /// and whether the server marked it failed (`isError`). From
-/// [`McpServer::call_content`](super::McpServer::call_content).
+/// [`McpServer::call`](super::McpServer::call).
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct McpCallResult {

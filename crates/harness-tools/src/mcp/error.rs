@@ -147,7 +147,7 @@ impl McpError {
             format!(
                 "MCP server `{server}` did not answer {method} within {timeout:?}: it may be \
                  stuck, slow or not an MCP server; raise the limit with McpServer::with_timeout (or \
-                 call_with_timeout for one call) if it needs longer"
+                 CallOptions::with_timeout for one call) if it needs longer"
             ),
         )
     }

@@ -136,16 +136,16 @@ struct Shared {
 /// JSON-RPC error, a timeout) reaches the model as that call's result.
 ///
 /// Every request, the handshake included, has a timeout: [`DEFAULT_TIMEOUT`] unless set with
-/// [`with_timeout`](McpServer::with_timeout), or per call with
-/// [`call_with_timeout`](McpServer::call_with_timeout). A stdio server runs in a process group
-/// of its own; [`close`](McpServer::close), and dropping the last clone (tools included),
-/// kill that whole group.
+/// [`with_timeout`](McpServer::with_timeout), or per call with the
+/// [`CallOptions::with_timeout`] given to [`call`](McpServer::call). A stdio server runs in a
+/// process group of its own; [`close`](McpServer::close), and dropping the last clone (tools
+/// included), kill that whole group.
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// use harness_tools::mcp::McpServer;
 ///
-/// # async fn demo() -> Result<(), harness_tools::mcp::McpError> {
+/// # async fn demo() -> harness_core::Result<()> {
 /// let mcp = McpServer::stdio(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])?
 ///     .with_timeout(Duration::from_secs(30));
 /// let tools = mcp.tools().await?;
@@ -208,7 +208,8 @@ impl McpServer {
     /// a process group of its own. Its stderr is this process's.
     ///
     /// # Errors
-    /// [`McpError`] (configuration) for an empty command.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an empty
+    /// command.
     pub fn stdio<I, S>(command: I) -> harness_core::Result<Self>
     where
         I: IntoIterator<Item = S>,
@@ -228,10 +229,14 @@ impl McpServer {
     /// Feature `mcp-http`.
     ///
     /// # Errors
-    /// [`McpError`] (configuration) for a header that is not valid HTTP, or one the client
-    /// sets itself (`Accept`, `Mcp-Session-Id`, `Last-Event-ID`).
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a header that
+    /// is not valid HTTP, or one the client sets itself (`Accept`, `Mcp-Session-Id`,
+    /// `Last-Event-ID`).
     #[cfg(feature = "mcp-http")]
-    pub fn http(url: impl Into<String>, headers: &[(String, String)]) -> harness_core::Result<Self> {
+    pub fn http(
+        url: impl Into<String>,
+        headers: &[(String, String)],
+    ) -> harness_core::Result<Self> {
         let mut map = HashMap::new();
         for (name, value) in headers {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
@@ -271,8 +276,9 @@ impl McpServer {
 
     /// How long each request may take, the handshake included (default
     /// [`DEFAULT_TIMEOUT`], 60 s). Tools handed out afterwards keep it. A request that runs
-    /// out fails with an error for which [`McpError::is_timeout`] is true, and the server is
-    /// sent `notifications/cancelled`.
+    /// out fails with an error for which [`is_timeout`](harness_core::Error::is_timeout) is
+    /// true (and [`McpError::is_timeout`] of its source), and the server is sent
+    /// `notifications/cancelled`.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -414,8 +420,9 @@ impl McpServer {
     /// timeout. Runs once; later calls return at once.
     ///
     /// # Errors
-    /// [`McpError`] when the server cannot be started or reached, refuses, does not answer
-    /// in time, or answers a protocol version this client does not speak.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) when the server
+    /// cannot be started or reached, refuses, does not answer in time, or answers a protocol
+    /// version this client does not speak.
     pub async fn connect(&self) -> harness_core::Result<()> {
         Ok(self.connection(self.timeout).await.map(drop)?)
     }
@@ -483,7 +490,8 @@ impl McpServer {
     /// before and after [`MAX_LIST_PAGES`] pages, with a warning; the tools read are kept.
     ///
     /// # Errors
-    /// [`McpError`] from the handshake or the listing.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from the handshake
+    /// or the listing.
     pub async fn list_tools(&self) -> harness_core::Result<Vec<McpTool>> {
         let label = &self.label;
         self.list_all(
@@ -642,10 +650,12 @@ impl McpServer {
 
     /// Closes the connection: a stdio server's stdin is closed, it gets two seconds to exit,
     /// then its whole process group is killed; an HTTP session is deleted. Calling it twice
-    /// is fine; using the server afterwards is an error ([`McpError::is_closed`]).
+    /// is fine; using the server afterwards is an error (its source's
+    /// [`McpError::is_closed`] is true).
     ///
     /// # Errors
-    /// [`McpError`] from a custom [`Transport`]'s `close`.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error ([`McpError`] its source) from a custom
+    /// [`Transport`]'s `close`.
     pub async fn close(&self) -> harness_core::Result<()> {
         let previous = std::mem::replace(&mut *self.shared.state.lock().await, State::Closed);
         match previous {

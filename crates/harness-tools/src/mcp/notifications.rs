@@ -59,8 +59,9 @@ impl McpServer {
     /// They reach the [`with_notifications`](Self::with_notifications) callback.
     ///
     /// # Errors
-    /// [`McpError`] (configuration) for a level not in that list; otherwise from the
-    /// handshake or the request.
+    /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for a level not in
+    /// that list; otherwise an [`Mcp`](harness_core::ErrorKind::Mcp) error from the handshake
+    /// or the request.
     pub async fn set_log_level(&self, level: &str) -> harness_core::Result<()> {
         let level: LoggingLevel = serde_json::from_value(Value::from(level)).map_err(|_| {
             harness_core::Error::configuration(format!(

@@ -9,8 +9,7 @@
 use std::sync::{Arc, RwLock};
 
 use harness_core::{
-    CallOptions,
-    Block, Content, Ctx, ImageSource, LogLevel, ToolErrorKind, ToolUpdate, Toolbox,
+    Block, CallOptions, Content, Ctx, ImageSource, LogLevel, ToolErrorKind, ToolUpdate, Toolbox,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -94,7 +93,8 @@ impl McpToolServer {
     /// stdin. Nothing else may write to stdout meanwhile.
     ///
     /// # Errors
-    /// [`McpError`] when the handshake fails.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error when the handshake fails, its
+    /// [`McpError`] the source.
     pub async fn serve_stdio(self) -> harness_core::Result<()> {
         let (read, write) = rmcp::transport::stdio();
         self.serve_io(read, write).await
@@ -104,7 +104,8 @@ impl McpToolServer {
     /// duplex for tests) until it hangs up.
     ///
     /// # Errors
-    /// [`McpError`] when the handshake fails.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error when the handshake fails, its
+    /// [`McpError`] the source.
     pub async fn serve_io<R, W>(self, read: R, write: W) -> harness_core::Result<()>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
@@ -135,13 +136,14 @@ impl McpToolServer {
     /// ```
     ///
     /// # Errors
-    /// [`McpError`] when the listener fails to accept connections.
+    /// An [`Mcp`](harness_core::ErrorKind::Mcp) error when the listener fails to accept
+    /// connections, its [`McpError`] the source.
     #[cfg(feature = "mcp-server-http")]
     pub async fn serve_http(
         self,
         listener: tokio::net::TcpListener,
         allowed_hosts: &[&str],
-    ) -> Result<(), McpError> {
+    ) -> harness_core::Result<()> {
         use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
         use rmcp::transport::streamable_http_server::{
             StreamableHttpServerConfig, StreamableHttpService,
@@ -183,7 +185,12 @@ impl McpToolServer {
         if let Some(instructions) = &self.instructions {
             info = info.with_instructions(instructions.clone());
         }
-        let tools = self.toolbox.specs().iter().map(|spec| listed(spec)).collect();
+        let tools = self
+            .toolbox
+            .specs()
+            .iter()
+            .map(|spec| listed(spec))
+            .collect();
         ToolboxHandler {
             toolbox: self.toolbox.clone(),
             info,

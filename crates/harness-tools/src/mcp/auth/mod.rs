@@ -233,7 +233,7 @@ impl JwtAlgorithm {
 /// ```no_run
 /// use harness_tools::mcp::{McpServer, auth::{OAuth, Redirect}};
 ///
-/// # async fn demo() -> Result<(), harness_tools::mcp::McpError> {
+/// # async fn demo() -> harness_core::Result<()> {
 /// // A user signs in in a browser; the tokens come back to a listener on 127.0.0.1.
 /// let mcp = McpServer::http("https://mcp.example.com/mcp", &[])?
 ///     .with_oauth(OAuth::new().with_redirect(Redirect::loopback()));
