@@ -26,7 +26,8 @@ use deepharness::agent::{AgentEvent, Toolbox};
 use deepharness::prelude::*;
 use deepharness::providers::ModelChoice;
 use deepharness::tools::{
-    FileToolsConfig, Permissions, Rule, ShellConfig, ToolName, Workspace, file_tools, shell_tool,
+    FileToolsConfig, Permissions, Rule, ShellConfig, ToolName, Workspace, approve_fn, file_tools,
+    shell_tool,
 };
 use serde_json::Value;
 
@@ -50,7 +51,9 @@ fn main() -> Result<(), Error> {
         .tools(file_tools(&workspace, FileToolsConfig::default()))
         .tool(shell_tool(&workspace, ShellConfig::default()))
         // Consulted for every call the policy says to ask about.
-        .approve(move |name, arguments| approve_all || ask(name, arguments))
+        .human(approve_fn(move |name, arguments| {
+            approve_all || ask(name, arguments)
+        }))
         .build()?;
 
     let policy = Permissions::new()
@@ -77,7 +80,7 @@ fn main() -> Result<(), Error> {
         .build()?;
 
     // The blocking iterator runs one tool at a time, so terminal prompts never interleave.
-    for event in agent.stream_events_blocking(task)? {
+    for event in agent.stream(task).blocking()? {
         match event? {
             AgentEvent::ToolStarted {
                 name, arguments, ..

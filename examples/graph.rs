@@ -174,19 +174,25 @@ async fn main() -> Result<(), Error> {
     let done = graph.add("publish", Place::END, publish)?;
 
     for reader in readers {
-        graph.connect(reader, write)?;
+        graph.connect(reader, write);
     }
-    graph.connect(write, check)?;
-    graph.connect_loop_when(check, write, "needs_revision", |r: &QuarterlyReport| {
-        !r.approved && r.drafts < MAX_DRAFTS
-    })?;
-    graph.connect_when(check, done, "done", |r: &QuarterlyReport| {
-        r.approved || r.drafts >= MAX_DRAFTS
-    })?;
+    graph.connect(write, check);
+    graph
+        .connect(check, write)
+        .loop_back()
+        .when("needs_revision", |r: &QuarterlyReport| {
+            !r.approved && r.drafts < MAX_DRAFTS
+        });
+    graph
+        .connect(check, done)
+        .when("done", |r: &QuarterlyReport| {
+            r.approved || r.drafts >= MAX_DRAFTS
+        });
     let executor = graph.build()?;
     println!("{}\n", executor.diagram());
 
-    // `stream` yields each wave and node as it runs, then the final state.
+    // `stream` yields each wave and node as it runs, then the output: the final state and
+    // why the run stopped.
     let mut updates = std::pin::pin!(executor.stream(QuarterlyReport::default()));
     while let Some(update) = updates.next().await {
         match update? {
@@ -194,7 +200,7 @@ async fn main() -> Result<(), Error> {
                 println!("wave {wave}: {}", nodes.join(", "));
             }
             GraphUpdate::Progress(_) => {}
-            GraphUpdate::Finished(report) => println!("\n{}", report.published),
+            GraphUpdate::Finished(output) => println!("\n{}", output.state.published),
         }
     }
     Ok(())

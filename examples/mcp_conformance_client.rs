@@ -9,11 +9,14 @@
 
 use std::time::Duration;
 
+use deepharness::Error;
+use deepharness::agent::CallOptions;
+use deepharness::errors::{McpError, McpErrorKind};
 #[cfg(feature = "jwt")]
 use deepharness::tools::mcp::auth::JwtAlgorithm;
 use deepharness::tools::mcp::auth::{EnterpriseIdp, OAuth, Redirect};
 use deepharness::tools::mcp::{
-    ElicitationMode, ElicitationRequest, ElicitationResponse, McpError, McpServer,
+    ElicitationMode, ElicitationRequest, ElicitationResponse, McpServer,
 };
 use serde_json::{Value, json};
 
@@ -21,7 +24,7 @@ use serde_json::{Value, json};
 const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// How the client authorizes in `scenario`, `None` outside `auth/*`.
-fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
+fn oauth(scenario: &str) -> Result<Option<OAuth>, Error> {
     let Some(name) = scenario.strip_prefix("auth/") else {
         return Ok(None);
     };
@@ -34,7 +37,7 @@ fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
             .get(key)
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| McpError::new(format!("{scenario}: the context has no {key}")))
+            .ok_or_else(|| Error::configuration(format!("{scenario}: the context has no {key}")))
     };
     let headless = OAuth::new().with_redirect(Redirect::follow_headless());
     Ok(Some(match name {
@@ -44,8 +47,9 @@ fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
         #[cfg(feature = "jwt")]
         "client-credentials-jwt" => {
             let algorithm = field("signing_algorithm")?;
-            let algorithm = JwtAlgorithm::from_name(&algorithm)
-                .ok_or_else(|| McpError::new(format!("unknown JWT algorithm {algorithm}")))?;
+            let algorithm = JwtAlgorithm::from_name(&algorithm).ok_or_else(|| {
+                Error::configuration(format!("unknown JWT algorithm {algorithm}"))
+            })?;
             OAuth::client_credentials_jwt(field("client_id")?, field("private_key_pem")?, algorithm)
         }
         "cross-app-access-complete-flow" => OAuth::enterprise(
@@ -67,10 +71,10 @@ fn oauth(scenario: &str) -> Result<Option<OAuth>, McpError> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), McpError> {
+async fn main() -> Result<(), Error> {
     let url = std::env::args()
         .next_back()
-        .ok_or_else(|| McpError::new("usage: mcp_conformance_client <server url>"))?;
+        .ok_or_else(|| Error::configuration("usage: mcp_conformance_client <server url>"))?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     // Under the runner's own 30 s limit, so a stuck exchange fails here with a message
     // that says which request it was.
@@ -90,7 +94,7 @@ async fn main() -> Result<(), McpError> {
     server.connect().await?;
     match scenario.as_str() {
         "tools_call" => {
-            let text = server.call("add_numbers", json!({"a": 2, "b": 3})).await?;
+            let text = call(&server, "add_numbers", json!({"a": 2, "b": 3})).await?;
             println!("{text}");
         }
         name if name == "sse-retry"
@@ -103,7 +107,7 @@ async fn main() -> Result<(), McpError> {
             // asks for authorization on the listing, and for wider scopes on the call
             // (auth/scope-step-up).
             for tool in server.list_tools().await? {
-                let text = server.call(&tool.name, json!({})).await?;
+                let text = call(&server, &tool.name, json!({})).await?;
                 println!("{}: {text}", tool.name);
             }
         }
@@ -113,4 +117,15 @@ async fn main() -> Result<(), McpError> {
         }
     }
     server.close().await
+}
+
+/// Calls `name` and returns the text a model would read; a call the server marked failed
+/// (`isError`) is an error, so the scenario fails with the server's text.
+async fn call(server: &McpServer, name: &str, arguments: Value) -> Result<String, Error> {
+    let result = server.call(name, arguments, CallOptions::new()).await?;
+    if result.is_error {
+        let message = format!("{name} failed: {}", result.text());
+        return Err(McpError::with_kind(McpErrorKind::ToolFailed, message).into());
+    }
+    Ok(result.text())
 }

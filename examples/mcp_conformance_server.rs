@@ -2,6 +2,7 @@
 //! (`cargo xtask conformance`): the tools the scenarios call, with the answers they expect.
 //! Serves streamable HTTP on the address given (default 127.0.0.1:0) and prints its URL.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deepharness::agent::{LogLevel, Tool, ToolSpec};
@@ -52,63 +53,68 @@ async fn test_tool_with_progress(ctx: Ctx) -> String {
 /// A tool with a spec of its own and a fixed answer: for the image (`#[tool]` functions
 /// return text) and for a schema written by hand.
 struct Fixed {
-    spec: ToolSpec,
+    spec: Arc<ToolSpec>,
     answer: Content,
+}
+
+impl Fixed {
+    fn new(spec: ToolSpec, answer: Content) -> Self {
+        Self {
+            spec: Arc::new(spec),
+            answer,
+        }
+    }
 }
 
 #[async_trait]
 impl Tool for Fixed {
-    fn spec(&self) -> &ToolSpec {
+    fn spec(&self) -> &Arc<ToolSpec> {
         &self.spec
     }
 
-    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<String, ToolError> {
-        Ok(self.answer.text().into_owned())
-    }
-
-    async fn call_content(&self, _arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
+    async fn call(&self, _arguments: Value, _ctx: Ctx) -> Result<Content, ToolError> {
         Ok(self.answer.clone())
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let image = Fixed {
-        spec: ToolSpec::new(
+    let image = Fixed::new(
+        ToolSpec::new(
             "test_image_content",
             "Returns an image.",
             json!({"type": "object", "properties": {}}),
         ),
-        answer: Content::Blocks(vec![Block::Image(Image::from_base64(
+        Content::Blocks(vec![Block::Image(Image::from_base64(
             RED_PIXEL,
             "image/png",
         ))]),
-    };
+    );
     // A document goes out as an embedded resource (its bytes, its media type).
     let document = || Block::Document(Document::pdf("JVBERi0xLjQK").with_name("report.pdf"));
-    let embedded = Fixed {
-        spec: ToolSpec::new(
+    let embedded = Fixed::new(
+        ToolSpec::new(
             "test_embedded_resource",
             "Returns a document.",
             json!({"type": "object", "properties": {}}),
         ),
-        answer: Content::Blocks(vec![document()]),
-    };
-    let mixed = Fixed {
-        spec: ToolSpec::new(
+        Content::Blocks(vec![document()]),
+    );
+    let mixed = Fixed::new(
+        ToolSpec::new(
             "test_multiple_content_types",
             "Returns text, an image and a document.",
             json!({"type": "object", "properties": {}}),
         ),
-        answer: Content::Blocks(vec![
+        Content::Blocks(vec![
             Block::text("Multiple content types test:"),
             Block::Image(Image::from_base64(RED_PIXEL, "image/png")),
             document(),
         ]),
-    };
+    );
     // Listed with its JSON Schema 2020-12 keywords as written (SEP-1613).
-    let schema_2020_12 = Fixed {
-        spec: ToolSpec::new(
+    let schema_2020_12 = Fixed::new(
+        ToolSpec::new(
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features",
             json!({
@@ -121,8 +127,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "additionalProperties": false
             }),
         ),
-        answer: Content::Text("ok".to_owned()),
-    };
+        Content::Text("ok".to_owned()),
+    );
     let toolbox = Toolbox::builder()
         .tool(TestSimpleText)
         .tool(TestErrorHandling)

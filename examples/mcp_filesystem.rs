@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use deepharness::agent::{AgentEvent, Toolbox};
 use deepharness::prelude::*;
-use deepharness::tools::McpServer;
+use deepharness::tools::{McpServer, approve_fn};
 use futures_util::StreamExt as _;
 
 const DEFAULT_TASK: &str = "What is in this directory? Summarise each file in one line.";
@@ -53,10 +53,10 @@ async fn main() -> Result<(), Error> {
     let toolbox = Toolbox::builder()
         .tools(tools)
         // Gated (not read-only) tools come here; this agent may only look.
-        .approve(|name, _arguments| {
+        .human(approve_fn(|name, _arguments| {
             println!("  refused {name}: this agent is read-only");
             false
-        })
+        }))
         .build()?;
     let agent = Agent::builder(model_from_env_or_test().await?.model)
         .system(format!(
@@ -66,7 +66,7 @@ async fn main() -> Result<(), Error> {
         .toolbox(toolbox)
         .build()?;
 
-    let mut events = agent.stream_events(task);
+    let mut events = agent.stream(task);
     while let Some(event) = events.next().await {
         match event? {
             AgentEvent::ToolStarted { name, .. } => println!("→ {name}"),

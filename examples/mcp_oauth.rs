@@ -34,6 +34,7 @@
 
 use std::time::Duration;
 
+use deepharness::errors::McpError;
 use deepharness::tools::mcp::McpServer;
 use deepharness::tools::mcp::auth::{OAuth, Redirect};
 
@@ -65,7 +66,11 @@ async fn main() {
                 println!("- {}: {}", tool.name, tool.description);
             }
         }
-        Err(e) if e.is_authorization() => {
+        // An MCP failure's detail is its source, an `McpError`.
+        Err(e)
+            if e.downcast_ref::<McpError>()
+                .is_some_and(McpError::is_authorization) =>
+        {
             eprintln!("Could not sign in: {e}");
             std::process::exit(1);
         }

@@ -24,14 +24,14 @@ async fn main() -> Result<(), Error> {
     let choice = model_from_env_or_test().await?;
     println!("model: {choice}");
 
-    let mut research = DeepResearch::builder_shared(choice.model).max_sub_questions(3);
+    let mut research = DeepResearch::builder(choice.model).max_sub_questions(3);
     if std::env::var_os("TAVILY_API_KEY").is_some() {
         research = research.tool(TavilySearch::new()?.as_tool());
         println!("researchers search the web with Tavily");
     }
     let research = research.build()?;
 
-    let mut events = research.stream_events(query);
+    let mut events = research.stream(query);
     while let Some(event) = events.next().await {
         match event? {
             ResearchEvent::Planning { query } => println!("planning: {query}"),

@@ -81,7 +81,7 @@ async fn main() -> Result<(), Error> {
     let mut running: Vec<String> = Vec::new();
     let mut steps = 0;
     let mut answering = false;
-    let mut events = agent.stream_events("Is it a good time to call a friend in Lisbon?");
+    let mut events = agent.stream("Is it a good time to call a friend in Lisbon?");
     while let Some(event) = events.next().await {
         match event? {
             AgentEvent::StepStarted { step } => {

@@ -5,8 +5,9 @@
 //! cargo run -p deepharness-examples --example tools
 //! ```
 
-use deepharness::agent::{Ctx, Toolbox};
+use deepharness::agent::{CallOptions, Ctx, Toolbox};
 use deepharness::tool;
+use deepharness::tools::approve_fn;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -56,12 +57,14 @@ async fn main() -> Result<(), deepharness::Error> {
         .tool(Whoami)
         .tool(WireTransfer)
         // A gated call is put to this callback before it runs.
-        .approve(|_name, arguments| arguments["amount_usd"].as_u64().is_some_and(|a| a <= 1_000))
+        .human(approve_fn(|_name, arguments| {
+            arguments["amount_usd"].as_u64().is_some_and(|a| a <= 1_000)
+        }))
         .build()?;
 
     println!("What a model is told:");
-    for schema in tools.schemas() {
-        println!("{schema:#}");
+    for spec in tools.specs() {
+        println!("{:#}", spec.to_schema());
     }
 
     println!("\nWhat the agent loop does with the model's calls:");
@@ -82,8 +85,9 @@ async fn main() -> Result<(), deepharness::Error> {
     for (name, arguments) in calls {
         let shown = format!("{name}({arguments})");
         // A failed call is not the end of a run: its error is what the model reads next.
-        let result = match tools.call_with_ctx(name, arguments, &ctx).await {
-            Ok(text) => text,
+        let options = CallOptions::new().with_ctx(ctx.clone());
+        let result = match tools.call(name, arguments, options).await {
+            Ok(content) => content.text().into_owned(),
             Err(error) => error.model_text(),
         };
         println!("{shown}\n  -> {result}");

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use deepharness::errors::ProviderError;
+use deepharness::errors::{ProviderError, RunError};
 use deepharness::prelude::*;
 use deepharness::providers::{CompletionResponse, TokenUsage};
 use deepharness::testing::ScriptedModel;
@@ -40,7 +40,7 @@ fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
         .map(|kv| &kv.value)
 }
 
-fn exported(agent: &Agent) -> (Vec<SpanData>, Result<deepharness::AgentState, Error>) {
+fn exported(agent: &Agent) -> (Vec<SpanData>, Result<deepharness::AgentState, RunError>) {
     let collect = Collect::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(collect.clone())

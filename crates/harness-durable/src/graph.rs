@@ -104,7 +104,10 @@ where
         })
     }
 
-    /// The wave limit of each run (50 by default).
+    /// The wave limit of each run (50 by default). The service answers with the state of a
+    /// finished graph only: a run that reaches the limit with nodes still to run answers
+    /// with a terminal error saying so, as a caller over HTTP cannot read a stop reason
+    /// from a bare state.
     #[must_use]
     pub fn with_max_steps(mut self, max_steps: usize) -> Self {
         self.max_steps = max_steps;

@@ -48,7 +48,6 @@ pub struct SearchResult {
 #[derive(Debug, Clone)]
 pub struct TavilySearch {
     client: HttpClient,
-    key: String,
     max_results: u32,
     depth: SearchDepth,
 }
@@ -103,12 +102,6 @@ impl TavilySearch {
             search: Arc::new(self.clone()),
             spec: Arc::new(ToolSpec::new("web_search", description, parameters)),
         }
-    }
-
-    /// The key in use (for tests that check the header).
-    #[doc(hidden)]
-    pub fn key(&self) -> &str {
-        &self.key
     }
 }
 
@@ -169,7 +162,6 @@ impl TavilySearchBuilder {
             .push(("authorization".into(), format!("Bearer {key}")));
         Ok(TavilySearch {
             client: HttpClient::new(config)?,
-            key,
             max_results,
             depth: self.depth,
         })

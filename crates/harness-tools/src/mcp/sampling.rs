@@ -66,15 +66,11 @@ impl std::fmt::Debug for Sampling {
 impl Sampling {
     /// Serves sampling requests with `model`, refusing every one until
     /// [`with_approval`](Self::with_approval) says otherwise: a server spending the
-    /// application's tokens is an explicit decision.
-    pub fn new(model: impl Llm + 'static) -> Self {
-        Self::shared(Arc::new(model))
-    }
-
-    /// As [`new`](Self::new), with a model already shared.
-    pub fn shared(model: Arc<dyn Llm>) -> Self {
+    /// application's tokens is an explicit decision. An `Arc<dyn Llm>` shared with other
+    /// code is a model too.
+    pub fn new(model: impl Llm) -> Self {
         Self {
-            model,
+            model: Arc::new(model),
             approve: Arc::new(|_: &SamplingRequest| false),
         }
     }
