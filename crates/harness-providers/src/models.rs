@@ -1,6 +1,6 @@
 //! What the library knows of common models: their context windows, and which of them
 //! reason. A model not in the table is reported with no context window and no reasoning
-//! claimed ([`ModelInfo`](harness_core::ModelInfo) says what is known, nothing more).
+//! claimed (`ModelInfo` says what is known, nothing more).
 
 use harness_core::{ModelInfo, Supports};
 

@@ -50,7 +50,7 @@ impl OpenAi {
 #[derive(Serialize)]
 pub(super) struct Body<'a> {
     model: &'a str,
-    /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
+    /// Vendor fields merged in last as the body is sent ([`with_extra`](crate::rest::with_extra)).
     #[serde(skip)]
     pub(super) extra: Cow<'a, Map<String, Value>>,
     messages: Messages<'a>,
