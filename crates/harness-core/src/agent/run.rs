@@ -20,7 +20,7 @@ use super::run_error::RunError;
 use super::state::{AgentState, PendingHumanInput, StopReason};
 use crate::content::Block;
 use crate::error::{Error, ProviderError, Result, ToolError};
-use crate::llm::{Llm, LlmEvent};
+use crate::llm::LlmEvent;
 use crate::message::{Content, Message, Role, ToolCall};
 use crate::request::{ModelSettings, Request};
 use crate::response::{CompletionResponse, FinishReason, TokenUsage};
@@ -365,7 +365,9 @@ impl AgentInner {
             };
             let journal = events.journal().filter(|j| j.watches_text());
             if !events.is_streaming() && journal.is_none() {
-                return self.model.generate(request).await;
+                // Through the model itself, not `Arc<dyn Llm>`'s forwarding impl, which would
+                // box the call's future a second time.
+                return (*self.model).generate(request).await;
             }
             let stream = Arc::clone(&self.model).stream(request);
             // The watcher reads the stream itself; the loop waits for the turn.

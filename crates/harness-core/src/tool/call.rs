@@ -178,7 +178,8 @@ impl CallOptions {
         self.gate
     }
 
-    pub(crate) fn into_ctx(self) -> Ctx {
-        self.ctx
+    /// The context and the call's id, taken apart.
+    pub(crate) fn into_parts(self) -> (Ctx, Option<String>) {
+        (self.ctx, self.call_id)
     }
 }

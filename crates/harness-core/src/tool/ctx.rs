@@ -263,19 +263,24 @@ impl Ctx {
     }
 
     /// Records the call this context is handed to.
-    pub(crate) fn with_call(mut self, tool: &str, id: Option<&str>) -> Self {
+    pub(crate) fn with_call(self, tool: &str, id: Option<&str>) -> Self {
+        self.with_call_id(tool, id.map(str::to_owned))
+    }
+
+    /// As [`with_call`](Self::with_call), keeping the id it is given rather than a copy.
+    pub(crate) fn with_call_id(mut self, tool: &str, id: Option<String>) -> Self {
         // A watched run's loop records the call before the toolbox does (its updates are
         // tagged with it): once is enough.
         if self
             .call
             .as_ref()
-            .is_some_and(|call| call.tool == tool && call.id.as_deref() == id)
+            .is_some_and(|call| call.tool == tool && call.id == id)
         {
             return self;
         }
         self.call = Some(Arc::new(Call {
             tool: tool.to_owned(),
-            id: id.map(str::to_owned),
+            id,
         }));
         self
     }

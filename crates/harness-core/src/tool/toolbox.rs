@@ -192,8 +192,8 @@ impl Toolbox {
             return Err(ToolError::denied(name, arguments));
         }
         let limit = options.timeout().or(spec.timeout).or(self.0.timeout);
-        let call_id = options.call_id().map(str::to_owned);
-        let mut ctx = options.into_ctx().with_call(name, call_id.as_deref());
+        let (ctx, call_id) = options.into_parts();
+        let mut ctx = ctx.with_call_id(name, call_id);
         if let Some(human) = &self.0.human
             && !ctx.has_human()
         {
