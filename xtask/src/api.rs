@@ -120,29 +120,19 @@ fn package_api(
     }
 }
 
-/// The publishable packages and the target directory, from `cargo metadata`.
+/// The publishable packages with their library target, and the target directory.
 fn metadata() -> Result<(Vec<Package>, PathBuf), String> {
     let metadata = crate::workspace_metadata()?;
-    let target = metadata["target_directory"]
-        .as_str()
-        .ok_or("api: cargo metadata's output has no target_directory")?;
-    Ok((publishable(&metadata)?, PathBuf::from(target)))
+    Ok((publishable(&metadata)?, crate::target_directory(&metadata)?))
 }
 
-/// The packages of `cargo metadata`'s output that `cargo publish` would package (no
-/// `publish = false`), with their library target, in the order cargo lists them.
+/// The packages of `cargo metadata`'s output that `cargo publish` would package, with their
+/// library target, in the order cargo lists them.
 fn publishable(metadata: &serde_json::Value) -> Result<Vec<Package>, String> {
-    let packages = metadata["packages"]
-        .as_array()
-        .ok_or("api: cargo metadata's output has no packages")?;
-    packages
-        .iter()
-        .filter(|p| !p["publish"].as_array().is_some_and(Vec::is_empty))
-        .map(|p| {
-            let name = p["name"]
-                .as_str()
-                .ok_or("api: a package without a name in cargo metadata's output")?;
-            let lib = p["targets"]
+    crate::publishable_packages(metadata)?
+        .into_iter()
+        .map(|(name, package)| {
+            let lib = package["targets"]
                 .as_array()
                 .into_iter()
                 .flatten()

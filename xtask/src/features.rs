@@ -133,30 +133,19 @@ pub(crate) fn features(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// The publishable packages (no `publish = false`) and the target directory, from
-/// `cargo metadata`.
+/// The publishable packages with their features, and the target directory.
 fn metadata() -> Result<(Vec<Package>, PathBuf), String> {
     let metadata = crate::workspace_metadata()?;
-    let target = metadata["target_directory"]
-        .as_str()
-        .ok_or("cargo metadata's output has no target_directory")?;
-    Ok((publishable(&metadata)?, PathBuf::from(target)))
+    Ok((publishable(&metadata)?, crate::target_directory(&metadata)?))
 }
 
 /// The packages of `cargo metadata`'s output that `cargo publish` would package, with their
 /// features, in the order cargo lists them.
 fn publishable(metadata: &Value) -> Result<Vec<Package>, String> {
-    let packages = metadata["packages"]
-        .as_array()
-        .ok_or("cargo metadata's output has no packages")?;
-    packages
-        .iter()
-        .filter(|p| !p["publish"].as_array().is_some_and(Vec::is_empty))
-        .map(|p| {
-            let name = p["name"]
-                .as_str()
-                .ok_or("a package without a name in cargo metadata's output")?;
-            let features = p["features"]
+    let packages = crate::publishable_packages(metadata)?
+        .into_iter()
+        .map(|(name, package)| {
+            let features = package["features"]
                 .as_object()
                 .into_iter()
                 .flatten()
@@ -171,12 +160,13 @@ fn publishable(metadata: &Value) -> Result<Vec<Package>, String> {
                     (feature.clone(), enables)
                 })
                 .collect();
-            Ok(Package {
+            Package {
                 name: name.to_owned(),
                 features,
-            })
+            }
         })
-        .collect()
+        .collect();
+    Ok(packages)
 }
 
 /// What to check: no default features, each feature alone (`default` is not one), all of

@@ -128,6 +128,33 @@ fn workspace_metadata() -> Result<serde_json::Value, String> {
     serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata's output: {e}"))
 }
 
+/// The packages of `cargo metadata`'s output that `cargo publish` would package (no
+/// `publish = false`), each with its name, in the order cargo lists them.
+fn publishable_packages(
+    metadata: &serde_json::Value,
+) -> Result<Vec<(&str, &serde_json::Value)>, String> {
+    metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata's output has no packages")?
+        .iter()
+        .filter(|p| !p["publish"].as_array().is_some_and(Vec::is_empty))
+        .map(|p| {
+            let name = p["name"]
+                .as_str()
+                .ok_or("a package without a name in cargo metadata's output")?;
+            Ok((name, p))
+        })
+        .collect()
+}
+
+/// The workspace's target directory, from `cargo metadata`'s output.
+fn target_directory(metadata: &serde_json::Value) -> Result<std::path::PathBuf, String> {
+    metadata["target_directory"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| "cargo metadata's output has no target_directory".to_owned())
+}
+
 fn ci() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"], &[])?;
     run(
