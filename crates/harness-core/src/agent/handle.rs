@@ -69,7 +69,7 @@ impl Agent {
     pub async fn run<'a>(&self, input: impl Into<RunInput<'a>>) -> Result<AgentState, RunError> {
         let input = input.into();
         let mode = tool_mode(&input);
-        let events = Events::journaled(input.journal);
+        let events = Events::unwatched(input.journal);
         self.inner.drive(Box::new(input), mode, &events).await
     }
 
@@ -113,7 +113,7 @@ impl Agent {
             Ok(runtime) => runtime,
             Err(error) => return Err(RunError::new(error, input.state)),
         };
-        let events = Events::journaled(input.journal);
+        let events = Events::unwatched(input.journal);
         runtime.block_on(
             self.inner
                 .drive(Box::new(input), ToolMode::Sequential, &events),

@@ -22,7 +22,7 @@ pub(crate) struct Events<'a> {
 
 impl<'a> Events<'a> {
     /// No events; every step through `journal`, when there is one.
-    pub(crate) fn journaled(journal: Option<&'a dyn Journal>) -> Self {
+    pub(crate) fn unwatched(journal: Option<&'a dyn Journal>) -> Self {
         Self {
             sink: None,
             journal,
