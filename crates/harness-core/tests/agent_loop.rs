@@ -295,64 +295,41 @@ impl Journal for PassThrough {
 
 #[test]
 fn a_blocking_round_surrounds_each_call_with_its_own_pair() {
-    // `stream(..).blocking()` runs a turn's tools one at a time, as `run_blocking` does.
-    let agent = Agent::builder(two_calls_then_answer())
-        .tool(Add)
-        .tool(Flaky)
-        .build()
-        .unwrap();
-    let events: Vec<AgentEvent> = agent
-        .stream("go")
-        .blocking()
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect();
-    assert_eq!(
-        kinds(&events),
-        [
-            "step 1",
-            "start add",
-            "finish add false",
-            "start flaky",
-            "finish flaky true",
-            "step 2",
-            "thinking hm",
-            "text done",
-            "finished"
-        ]
-    );
+    // `stream(..).blocking()` runs a turn's tools one at a time, as `run_blocking` and a
+    // journaled run do. The scripted model serves one run, so each run has its own agent.
+    let journal = PassThrough;
+    for input in [
+        RunInput::from("go"),
+        RunInput::from("go").with_journal(&journal),
+    ] {
+        let agent = Agent::builder(two_calls_then_answer())
+            .tool(Add)
+            .tool(Flaky)
+            .build()
+            .unwrap();
+        let events: Vec<AgentEvent> = agent
+            .stream(input)
+            .blocking()
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        assert_eq!(
+            kinds(&events),
+            [
+                "step 1",
+                "start add",
+                "finish add false",
+                "start flaky",
+                "finish flaky true",
+                "step 2",
+                "thinking hm",
+                "text done",
+                "finished"
+            ]
+        );
+    }
     let text: Vec<String> = agent_text_blocking();
     assert_eq!(text, ["done"]);
-}
-
-#[test]
-fn a_journaled_blocking_round_surrounds_each_call_with_its_own_pair() {
-    let agent = Agent::builder(two_calls_then_answer())
-        .tool(Add)
-        .tool(Flaky)
-        .build()
-        .unwrap();
-    let journal = PassThrough;
-    let events: Vec<AgentEvent> = agent
-        .stream(RunInput::from("go").with_journal(&journal))
-        .blocking()
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect();
-    assert_eq!(
-        kinds(&events),
-        [
-            "step 1",
-            "start add",
-            "finish add false",
-            "start flaky",
-            "finish flaky true",
-            "step 2",
-            "thinking hm",
-            "text done",
-            "finished"
-        ]
-    );
 }
 
 #[test]

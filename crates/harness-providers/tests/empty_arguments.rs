@@ -6,21 +6,12 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
+use support::Vendor;
 
-use std::sync::Arc;
-
-use harness_core::{Agent, CompletionResponse, Llm, Role, StopReason};
+use harness_core::{Agent, CompletionResponse, Role, StopReason};
 use harness_providers::replay::{Format, decode_answer, decode_stream};
-use harness_providers::{Anthropic, Gemini, OpenAi};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Vendor {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
 
 const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
 
@@ -195,32 +186,6 @@ impl Vendor {
             decode_stream(self.format(), body.as_bytes(), 7, |_| {}).unwrap()
         } else {
             decode_answer(self.format(), &self.answer(args)).unwrap()
-        }
-    }
-
-    fn model(self, url: &str) -> Arc<dyn Llm> {
-        match self {
-            Self::OpenAi => Arc::new(
-                OpenAi::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
-            Self::Anthropic => Arc::new(
-                Anthropic::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
-            Self::Gemini => Arc::new(
-                Gemini::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
         }
     }
 

@@ -5,20 +5,11 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
-
-use std::sync::Arc;
+use support::Vendor;
 
 use harness_core::{CompletionResponse, Llm, Message, Request};
-use harness_providers::{Anthropic, Gemini, OpenAi};
 use serde_json::Value;
 use support::{Reply, Server, collect_events, completed, fixture, fixture_json, fixtures_dir};
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Vendor {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
 
 impl Vendor {
     fn of(dir: &str) -> Self {
@@ -26,32 +17,6 @@ impl Vendor {
             "anthropic" => Self::Anthropic,
             "gemini" => Self::Gemini,
             _ => Self::OpenAi,
-        }
-    }
-
-    fn model(self, url: &str) -> Arc<dyn Llm> {
-        match self {
-            Self::OpenAi => Arc::new(
-                OpenAi::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
-            Self::Anthropic => Arc::new(
-                Anthropic::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
-            Self::Gemini => Arc::new(
-                Gemini::builder("m")
-                    .api_key("k")
-                    .base_url(url)
-                    .build()
-                    .unwrap(),
-            ),
         }
     }
 

@@ -9,11 +9,13 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::{call, call_with};
 
 use harness_core::agent::{Agent, AgentEvent};
 use harness_core::testing::{FunctionModel, ScriptedModel};
@@ -562,12 +564,6 @@ fn mcp(err: &Error) -> &McpError {
         .unwrap_or_else(|| panic!("no McpError under {err:?}"))
 }
 
-/// The text of a call to `name`, within the server's own timeout; a call the server marks
-/// failed (`isError`) fails the test.
-async fn call(server: &McpServer, name: &str, arguments: Value) -> Result<String, Error> {
-    call_with(server, name, arguments, CallOptions::new()).await
-}
-
 /// [`call`] with a timeout for this call only.
 async fn call_within(
     server: &McpServer,
@@ -582,17 +578,6 @@ async fn call_within(
         CallOptions::new().with_timeout(timeout),
     )
     .await
-}
-
-async fn call_with(
-    server: &McpServer,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> Result<String, Error> {
-    let result = server.call(name, arguments, options).await?;
-    assert!(!result.is_error, "{name} failed: {}", result.text());
-    Ok(result.text())
 }
 
 async fn report(server: &McpServer) -> Value {

@@ -4,39 +4,23 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use support::{call, call_with};
 
 use harness_core::agent::Agent;
 use harness_core::testing::FunctionModel;
 use harness_core::testing::TestModel;
-use harness_core::{CallOptions, Ctx, Error, ErrorKind, Toolbox};
+use harness_core::{CallOptions, Ctx, ErrorKind, Toolbox};
 use harness_core::{CompletionResponse, Request};
 use harness_tools::mcp::{
     ElicitationMode, ElicitationRequest, ElicitationResponse, McpContent, McpError,
     McpNotification, McpServer, Sampling, SamplingRequest,
 };
-use serde_json::{Value, json};
-
-/// The text of a call to `name`, as `options` say; a call the server marks failed
-/// (`isError`) fails the test.
-async fn call_with(
-    server: &McpServer,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> Result<String, Error> {
-    let result = server.call(name, arguments, options).await?;
-    assert!(!result.is_error, "{name} failed: {}", result.text());
-    Ok(result.text())
-}
-
-/// [`call_with`] within the server's own timeout.
-async fn call(server: &McpServer, name: &str, arguments: Value) -> Result<String, Error> {
-    call_with(server, name, arguments, CallOptions::new()).await
-}
+use serde_json::json;
 
 fn peers() -> &'static Path {
     static INSTALLED: OnceLock<PathBuf> = OnceLock::new();

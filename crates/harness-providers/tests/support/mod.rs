@@ -296,3 +296,40 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         })
         .collect()
 }
+
+/// The three vendor formats, for a test run through each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vendor {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Vendor {
+    /// The vendor's provider against a server at `url`, with a key.
+    pub fn model(self, url: &str) -> Arc<dyn harness_core::Llm> {
+        match self {
+            Self::OpenAi => Arc::new(
+                harness_providers::OpenAi::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Anthropic => Arc::new(
+                harness_providers::Anthropic::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Gemini => Arc::new(
+                harness_providers::Gemini::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+        }
+    }
+}
