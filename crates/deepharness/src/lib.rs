@@ -96,8 +96,8 @@ pub use harness_core::tool;
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
 pub use harness_providers::{
-    Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
-    OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
+    Anthropic, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
+    Ollama, OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
 };
 
 /// The loop's own types: the builder, a run's input and options, its stream, its error, the
@@ -186,8 +186,8 @@ pub mod providers {
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{
-        AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
-        RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
+        AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,
+        OpenAiBuilder, RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};

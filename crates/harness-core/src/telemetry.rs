@@ -22,6 +22,8 @@ pub(crate) fn provider_name(id: &str) -> &str {
         "gemini" | "google" => "gcp.gemini",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
+        // The conventions' name is this library's id.
+        "cohere" => "cohere",
         other => other,
     }
 }

@@ -8,7 +8,7 @@ use harness_core::{Error, Llm, Result};
 
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, Gemini};
+use crate::{Anthropic, Cohere, Gemini};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -41,6 +41,8 @@ const OWN_FORMATS: &[(&str, &str, &str)] = &[
     ("ANTHROPIC_API_KEY", "anthropic", "claude-3-5-haiku-latest"),
     ("GEMINI_API_KEY", "gemini", "gemini-2.5-flash"),
     ("GOOGLE_API_KEY", "gemini", "gemini-2.5-flash"),
+    ("CO_API_KEY", "cohere", "command-a-03-2025"),
+    ("COHERE_API_KEY", "cohere", "command-a-03-2025"),
 ];
 
 /// Every provider that a key in the environment selects, in the order they are preferred:
@@ -65,7 +67,8 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 }
 
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
-/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
+/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `cohere:command-a-03-2025`,
+/// `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
 ///
@@ -85,12 +88,13 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
     match provider.trim() {
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
+        "cohere" => Ok(Arc::new(Cohere::new(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
             )),
             None => {
-                let known: Vec<&str> = ["anthropic", "gemini"]
+                let known: Vec<&str> = ["anthropic", "gemini", "cohere"]
                     .into_iter()
                     .chain(SERVICES.iter().map(|service| service.id))
                     .collect();
@@ -119,8 +123,8 @@ fn looked_for() -> String {
 /// The model a program should use when it names none:
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
-/// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, then the
-///    gateways), with a small default model;
+/// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, Cohere, then
+///    the gateways), with a small default model;
 /// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
 ///    at once, each given under a second), with the first model it lists.
 ///
@@ -247,6 +251,11 @@ mod tests {
         assert_eq!(model.ok().as_deref(), Some("groq:llama-3.3-70b-versatile"));
         let model = model_from_spec("llamacpp:smollm2").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("llamacpp:smollm2"));
+        let cohere = model_from_spec("cohere:command-a-03-2025")
+            .expect("a Cohere model")
+            .info();
+        assert_eq!(cohere.name(), "cohere:command-a-03-2025");
+        assert_eq!(cohere.context_window, Some(256_000));
         let err = model_from_spec("gpt-4o")
             .err()
             .map(|e| e.to_string())
@@ -272,7 +281,8 @@ mod tests {
                 "GOOGLE_API_KEY"
             ]
         );
-        assert_eq!(keys.len(), 12);
+        assert_eq!(keys.len(), 14);
+        assert!(keys.contains(&"CO_API_KEY") && keys.contains(&"COHERE_API_KEY"));
         for var in keys {
             assert!(text.contains(var), "{text}");
         }

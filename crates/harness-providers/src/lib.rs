@@ -6,6 +6,7 @@
 //!   [`Cerebras`] and the local servers [`Ollama`], [`Vllm`], [`LmStudio`], [`LlamaCpp`].
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
+//! - [`Cohere`]: the v2 Chat API, tool plans, thinking.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -21,6 +22,7 @@
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
+mod cohere;
 mod connection;
 mod env;
 mod gemini;
@@ -33,6 +35,7 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+pub use cohere::{Cohere, CohereBuilder};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};

@@ -44,6 +44,12 @@ const KNOWN: &[Known] = &[
     known("gemini-1.5-pro", 2_097_152, false),
     known("gemini-2.0-flash", 1_048_576, false),
     known("gemini-2.5", 1_048_576, true),
+    // Cohere
+    known("command-r", 128_000, false),
+    known("command-a", 256_000, false),
+    known("command-a-reasoning", 256_000, true),
+    known("command-a-vision", 128_000, false),
+    known("command-a-translate", 8_000, false),
     // Others served through OpenAI-compatible gateways
     known("llama-3.1", 131_072, false),
     known("llama-3.3", 131_072, false),

@@ -13,7 +13,12 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::Cohere,
+];
 
 /// How a call's arguments are sent.
 #[derive(Clone, Copy, Debug)]
@@ -74,13 +79,14 @@ impl Vendor {
             Self::OpenAi => Format::OpenAi,
             Self::Anthropic => Format::Anthropic,
             Self::Gemini => Format::Gemini,
+            Self::Cohere => Format::Cohere,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
+            Self::Anthropic | Self::Cohere => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -113,6 +119,13 @@ impl Vendor {
                 let call = with(json!({"name": "now"}), "args", args.value());
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
+            }
+            Self::Cohere => {
+                let function = with(json!({"name": "now"}), "arguments", args.value());
+                json!({"id": "c-1", "message": {"role": "assistant", "tool_calls": [
+                    {"id": "now_1", "type": "function", "function": function}]},
+                    "finish_reason": "TOOL_CALL",
+                    "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}})
             }
         }
     }
@@ -171,9 +184,34 @@ impl Vendor {
                 events
             }
             Self::Gemini => vec![self.answer(args)],
+            Self::Cohere => {
+                let mut function = json!({"name": "now"});
+                if let Args::Null = args {
+                    function["arguments"] = Value::Null;
+                } else if let Args::Text(_) = args {
+                    function["arguments"] = json!("");
+                }
+                let mut events = vec![
+                    json!({"id": "c-1", "type": "message-start", "delta": {"message": {
+                        "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                        "citations": []}}}),
+                    json!({"type": "tool-call-start", "index": 0, "delta": {"message": {
+                        "tool_calls": {"id": "now_1", "type": "function", "function": function}}}}),
+                ];
+                for piece in args.pieces() {
+                    events.push(json!({"type": "tool-call-delta", "index": 0, "delta": {
+                        "message": {"tool_calls": {"function": {"arguments": piece}}}}}));
+                }
+                events.extend([
+                    json!({"type": "tool-call-end", "index": 0}),
+                    json!({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL",
+                        "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}}}),
+                ]);
+                events
+            }
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self == Self::OpenAi {
+        if matches!(self, Self::OpenAi | Self::Cohere) {
             body.push_str("data: [DONE]\n\n");
         }
         body
@@ -207,6 +245,8 @@ impl Vendor {
                 "usage": {"input_tokens": 5, "output_tokens": 3}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+            Self::Cohere => json!({"id": "c-2", "message": {"role": "assistant",
+                "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE"}),
         }
     }
 
@@ -232,6 +272,17 @@ impl Vendor {
                 json!({"type": "message_stop"}),
             ],
             Self::Gemini => vec![self.text_answer(text)],
+            Self::Cohere => vec![
+                json!({"id": "c-2", "type": "message-start", "delta": {"message": {
+                    "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                    "citations": []}}}),
+                json!({"type": "content-start", "index": 0, "delta": {"message": {
+                    "content": {"type": "text", "text": ""}}}}),
+                json!({"type": "content-delta", "index": 0, "delta": {"message": {
+                    "content": {"text": text}}}}),
+                json!({"type": "content-end", "index": 0}),
+                json!({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}),
+            ],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if self == Self::OpenAi {

@@ -1,7 +1,7 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! Anthropic Messages; Gemini), streamed and not, and through an `Agent`.
+//! Anthropic Messages; Gemini; Cohere's v2 chat), streamed and not, and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -27,7 +27,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy};
+use harness_providers::{Anthropic, Cohere, Gemini, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -245,9 +245,18 @@ enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    Cohere,
 }
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::Cohere,
+];
+
+/// The error type of the errors the suite's Cohere sends.
+const COHERE_ERROR_TYPE: &str = "SERVICE_UNAVAILABLE";
 
 /// Tool-call arguments as a test sends them: a JSON object, or text that is not one.
 #[derive(Clone, Copy, Debug)]
@@ -311,6 +320,7 @@ impl Vendor {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::Cohere => "cohere",
         }
     }
 
@@ -319,6 +329,7 @@ impl Vendor {
             Self::OpenAi => configure!(OpenAi::builder("m"), url, knobs),
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
+            Self::Cohere => configure!(Cohere::builder("m"), url, knobs),
         }
     }
 
@@ -335,7 +346,7 @@ impl Vendor {
     fn event(self, data: &Value) -> Vec<u8> {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
+            Self::Anthropic | Self::Cohere => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -360,6 +371,16 @@ impl Vendor {
             ]
             .concat(),
             Self::Gemini => Vec::new(),
+            Self::Cohere => [
+                self.event(
+                    &json!({"id": "c-1", "type": "message-start", "delta": {"message": {
+                    "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                    "citations": []}}}),
+                ),
+                self.event(&json!({"type": "content-start", "index": 0,
+                    "delta": {"message": {"content": {"type": "text", "text": ""}}}})),
+            ]
+            .concat(),
         }
     }
 
@@ -374,6 +395,8 @@ impl Vendor {
             Self::Gemini => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
+            Self::Cohere => json!({"type": "content-delta", "index": 0,
+                "delta": {"message": {"content": {"text": text}}}}),
         })
     }
 
@@ -400,7 +423,25 @@ impl Vendor {
                  "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
                     "totalTokenCount": 19}})),
+            Self::Cohere => [
+                self.event(&json!({"type": "content-end", "index": 0})),
+                self.cohere_end("COMPLETE"),
+            ]
+            .concat(),
         }
+    }
+
+    /// Cohere's `message-end` (the end mark) and the `[DONE]` after it.
+    fn cohere_end(self, finish_reason: &str) -> Vec<u8> {
+        [
+            self.event(
+                &json!({"type": "message-end", "delta": {"finish_reason": finish_reason,
+                "usage": {"billed_units": {"input_tokens": 3, "output_tokens": 7},
+                    "tokens": {"input_tokens": 12, "output_tokens": 7}}}}),
+            ),
+            b"data: [DONE]\n\n".to_vec(),
+        ]
+        .concat()
     }
 
     /// A whole streamed text turn.
@@ -421,6 +462,7 @@ impl Vendor {
             Self::Gemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
+            Self::Cohere => json!({"message": VENDOR_MESSAGE, "error_type": COHERE_ERROR_TYPE}),
         }
     }
 
@@ -430,13 +472,18 @@ impl Vendor {
             Self::OpenAi => "server_error",
             Self::Anthropic => "overloaded_error",
             Self::Gemini => "UNAVAILABLE",
+            Self::Cohere => COHERE_ERROR_TYPE,
         }
     }
 
-    /// The error as the vendor reports it mid-stream.
+    /// The error as the vendor reports it mid-stream (Cohere: a `message-end` ending the
+    /// turn with an error).
     fn error_event(self) -> Vec<u8> {
         match self {
             Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
+            Self::Cohere => self.event(&json!({"type": "message-end", "delta": {
+                "finish_reason": "ERROR", "usage": {}, "error": VENDOR_MESSAGE,
+                "error_type": COHERE_ERROR_TYPE}})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
     }
@@ -445,6 +492,7 @@ impl Vendor {
     fn error_answer(self) -> Value {
         match self {
             Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
+            Self::Cohere => self.error_object(),
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -461,11 +509,17 @@ impl Vendor {
                 "usage": {"input_tokens": 12, "output_tokens": 7}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+            Self::Cohere => json!({"id": "c-1", "message": {"role": "assistant",
+                "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE",
+                "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}}),
         };
         if !finished {
             match self {
                 Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
                 Self::Anthropic => answer["stop_reason"] = Value::Null,
+                Self::Cohere => {
+                    answer.as_object_mut().unwrap().remove("finish_reason");
+                }
                 Self::Gemini => {
                     answer["candidates"][0]
                         .as_object_mut()
@@ -507,6 +561,17 @@ impl Vendor {
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": {"name": "note", "args": args}}]},
                     "finishReason": "STOP", "index": 0}]})
+            }
+            (Self::Cohere, _) => {
+                let text = match args {
+                    Args::Object(value) => value.to_string(),
+                    Args::Broken(text) => text.to_owned(),
+                };
+                json!({"id": "c-1", "message": {"role": "assistant",
+                    "tool_plan": "I will write a note.", "tool_calls": [{"id": id,
+                    "type": "function", "function": {"name": "note", "arguments": text}}]},
+                    "finish_reason": "TOOL_CALL",
+                    "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}})
             }
         }
     }
@@ -565,6 +630,25 @@ impl Vendor {
                     {"functionCall": {"name": "note", "args": args}}]},
                     "finishReason": "STOP", "index": 0}]}),
                 )
+            }
+            Self::Cohere => {
+                let piece = |arguments: &str| {
+                    self.event(&json!({"type": "tool-call-delta", "index": 0, "delta": {
+                        "message": {"tool_calls": {"function": {"arguments": arguments}}}}}))
+                };
+                [
+                    self.event(&json!({"id": "c-1", "type": "message-start", "delta": {
+                        "message": {"role": "assistant", "content": [], "tool_plan": "",
+                        "tool_calls": [], "citations": []}}})),
+                    self.event(&json!({"type": "tool-call-start", "index": 0, "delta": {
+                        "message": {"tool_calls": {"id": id, "type": "function",
+                        "function": {"name": "note", "arguments": ""}}}}})),
+                    piece(head),
+                    piece(tail),
+                    self.event(&json!({"type": "tool-call-end", "index": 0})),
+                    self.cohere_end("TOOL_CALL"),
+                ]
+                .concat()
             }
         }
     }
@@ -714,6 +798,7 @@ fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
         Vendor::OpenAi | Vendor::Gemini => whole.len() - vendor.ending().len(),
         Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
+        Vendor::Cohere => whole.len() - vendor.cohere_end("COMPLETE").len(),
     };
     boundaries(whole, separator(vendor))
         .into_iter()
@@ -1604,6 +1689,7 @@ fn recordings() -> Vec<Recording> {
         ("llamacpp", Vendor::OpenAi, Format::OpenAi),
         ("anthropic", Vendor::Anthropic, Format::Anthropic),
         ("gemini", Vendor::Gemini, Format::Gemini),
+        ("cohere", Vendor::Cohere, Format::Cohere),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()

@@ -598,6 +598,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
         &["anthropic"],
     );
     stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
+    stream_odd_counts("cohere stream: odd counts", Format::Cohere, &["cohere"]);
 }
 
 #[test]
@@ -624,6 +625,11 @@ fn gemini_stream_mutations_never_panic() {
 }
 
 #[test]
+fn cohere_stream_mutations_never_panic() {
+    stream_mutations("cohere stream: mutations", Format::Cohere, &["cohere"]);
+}
+
+#[test]
 fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai stream: cuts",
@@ -640,6 +646,11 @@ fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 #[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
+}
+
+#[test]
+fn cohere_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
+    stream_cuts("cohere stream: cuts", Format::Cohere, &["cohere"]);
 }
 
 // The response parsers -------------------------------------------------------------------------
@@ -819,7 +830,10 @@ fn parser_odd_counts(target: &str, format: Format, dirs: &[&str]) {
             let Some(at) = rng.choice(&all) else { break };
             let odd = serde_json::from_str(rng.choice(ODD_COUNTS).unwrap())
                 .unwrap_or_else(|_| number(rng));
-            *answer.pointer_mut(at).unwrap() = odd;
+            // A count inside one replaced before (Cohere's `tokens` object) is gone.
+            if let Some(count) = answer.pointer_mut(at) {
+                *count = odd;
+            }
         }
         let response = decode_answer(format, &answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
         sound(&response);
@@ -842,6 +856,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
         &["anthropic"],
     );
     parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
+    parser_odd_counts("cohere parser: odd counts", Format::Cohere, &["cohere"]);
 }
 
 #[test]
@@ -865,4 +880,9 @@ fn anthropic_parser_mutations_never_panic() {
 #[test]
 fn gemini_parser_mutations_never_panic() {
     parser_mutations("gemini parser: mutations", Format::Gemini, &["gemini"]);
+}
+
+#[test]
+fn cohere_parser_mutations_never_panic() {
+    parser_mutations("cohere parser: mutations", Format::Cohere, &["cohere"]);
 }

@@ -16,6 +16,7 @@ impl Vendor {
         match dir {
             "anthropic" => Self::Anthropic,
             "gemini" => Self::Gemini,
+            "cohere" => Self::Cohere,
             _ => Self::OpenAi,
         }
     }
@@ -30,6 +31,8 @@ impl Vendor {
             ),
             Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
             Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
+            // Cohere names no model in its answers.
+            Self::Cohere => (text(&value["id"]), None),
         }
     }
 }
@@ -139,4 +142,41 @@ async fn the_ids_are_the_recorded_ones() {
         .unwrap();
     assert_eq!(response.id(), None);
     assert_eq!(response.model(), Some("gemini-2.0-flash-exp"));
+}
+
+#[tokio::test]
+async fn every_recorded_cohere_answer_and_stream_gives_its_id_and_no_model() {
+    // Cohere's answers carry an id (a stream's in `message-start`) and name no model.
+    let vendor = Vendor::Cohere;
+    let mut checked = 0;
+    for path in recorded("cohere", ".json") {
+        let server = Server::always(Reply::json(200, fixture(&path))).await;
+        let response = vendor
+            .model(&server.url)
+            .generate(Request::new(&[Message::user("?")]))
+            .await
+            .unwrap();
+        let expected = vendor.ids(&fixture_json(&path));
+        assert!(expected.0.is_some(), "{path}: the recording has no id");
+        assert_eq!(response.id(), expected.0.as_deref(), "{path}: id");
+        assert_eq!(response.model(), None, "{path}: model");
+        checked += 1;
+    }
+    for path in recorded("cohere", ".sse") {
+        let body = String::from_utf8(fixture(&path)).unwrap();
+        let expected = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find_map(|event| vendor.ids(&event).0)
+            .unwrap();
+        let server = Server::always(Reply::sse(fixture(&path))).await;
+        let model = vendor.model(&server.url);
+        let events = collect_events(&model, &[Message::user("?")], &[]).await;
+        let response = completed(&events);
+        assert_eq!(response.id(), Some(expected.as_str()), "{path}: id");
+        assert_eq!(response.model(), None, "{path}: model");
+        checked += 1;
+    }
+    assert_eq!(checked, 18);
 }

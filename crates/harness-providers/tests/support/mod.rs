@@ -297,12 +297,13 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         .collect()
 }
 
-/// The three vendor formats, for a test run through each.
+/// The vendor formats, for a test run through each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    Cohere,
 }
 
 impl Vendor {
@@ -325,6 +326,13 @@ impl Vendor {
             ),
             Self::Gemini => Arc::new(
                 harness_providers::Gemini::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Cohere => Arc::new(
+                harness_providers::Cohere::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
