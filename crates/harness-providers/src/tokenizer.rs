@@ -172,8 +172,12 @@ fn to_i64(n: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness_core::{Message, ToolSpec};
+    use harness_core::Message;
+    #[cfg(feature = "tokenizer")]
+    use harness_core::ToolSpec;
+    #[cfg(feature = "tokenizer")]
     use serde_json::json;
+    #[cfg(feature = "tokenizer")]
     use std::sync::Arc;
 
     #[test]

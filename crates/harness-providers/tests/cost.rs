@@ -158,7 +158,11 @@ fn final_result_tool() -> Arc<ToolSpec> {
 /// Messages request, and `input_tokens` is the count.
 #[tokio::test]
 async fn anthropic_counts_through_its_endpoint_with_the_prompt_alone() {
-    let server = Server::always(Reply::json(200, fixture("anthropic/count_tokens/tools_thinking.json"))).await;
+    let server = Server::always(Reply::json(
+        200,
+        fixture("anthropic/count_tokens/tools_thinking.json"),
+    ))
+    .await;
     let model = anthropic(&server.url, "claude-opus-4-6");
     let recorded = fixture_json("anthropic/count_tokens/tools_thinking.request.json");
     let body = &recorded["body"];
@@ -328,13 +332,13 @@ async fn counting_faults_are_typed_errors() {
         };
         let cut = answer(format!("{{\"{count_key}\": 1")).await.unwrap_err();
         assert_eq!(
-            cut.provider().map(|e| e.kind()),
+            cut.provider().map(harness_core::ProviderError::kind),
             Some(ProviderErrorKind::Incomplete),
             "{path}: {cut}"
         );
         let garbled = answer("<html>".to_owned()).await.unwrap_err();
         assert_eq!(
-            garbled.provider().map(|e| e.kind()),
+            garbled.provider().map(harness_core::ProviderError::kind),
             Some(ProviderErrorKind::Malformed),
             "{path}"
         );
@@ -382,7 +386,11 @@ async fn counting_faults_are_typed_errors() {
 /// count through them is the vendor's.
 #[tokio::test]
 async fn counting_goes_through_every_wrapper() {
-    let server = Server::always(Reply::json(200, fixture("anthropic/count_tokens/tools_thinking.json"))).await;
+    let server = Server::always(Reply::json(
+        200,
+        fixture("anthropic/count_tokens/tools_thinking.json"),
+    ))
+    .await;
     let model = anthropic(&server.url, "m");
     let messages = [Message::user("hi")];
     let request = Request::new(&messages);

@@ -129,10 +129,15 @@ impl AgentInner {
         events: &Events<'_>,
     ) -> Result<AgentState, RunError> {
         let span = telemetry::agent_span(&self.name, &self.model_names);
-        let result = self
-            .drive_in_span(input, mode, events)
-            .instrument(span.clone())
-            .await;
+        let result = match self.unpriced_budget() {
+            // The run does not start: its state goes back as it came.
+            Some(error) => Err(RunError::new(error, input.state)),
+            None => {
+                self.drive_in_span(input, mode, events)
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         if let Err(failed) = &result {
             telemetry::record_error(&span, failed.error());
         }
@@ -154,9 +159,6 @@ impl AgentInner {
                 settings,
                 journal: _,
             } = *input;
-            if let Some(error) = self.unpriced_budget() {
-                return Err(RunError::new(error, state));
-            }
             let AgentState {
                 messages,
                 usage,
