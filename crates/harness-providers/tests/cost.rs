@@ -133,6 +133,57 @@ fn prices_survive_every_wrapper_and_a_fallback_takes_the_highest_of_its_chain() 
     assert_eq!(base.with_fallback(unpriced).info().prices, None);
 }
 
+/// Recorded answers with cache reads and writes, through the parser, the table and an agent:
+/// a run's cost is each part of the recorded usage at the model's table prices.
+#[tokio::test]
+async fn recorded_cache_reads_and_writes_are_priced_by_the_table() {
+    use harness_core::Agent;
+    // Anthropic (pydantic-ai's cassette): 3 uncached, 1,111 read, 403 written, 33 out.
+    let path = "anthropic/prompt_cache/messages_nonstream_cache_read_and_write.json";
+    let server = Server::always(Reply::json(200, fixture(path))).await;
+    let model = anthropic(&server.url, "claude-sonnet-4-5-20250929");
+    let state = Agent::builder(model)
+        .build()
+        .unwrap()
+        .run("?")
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            state.usage.prompt_tokens,
+            state.usage.cached_tokens,
+            state.usage.cache_write_tokens
+        ),
+        (1_517, 1_111, 403)
+    );
+    assert_eq!(state.cost.input, Usd::from_dollars(3.0 * 3.0 / 1e6));
+    assert_eq!(
+        state.cost.cache_read,
+        Usd::from_picodollars(1_111 * 300_000)
+    );
+    assert_eq!(
+        state.cost.cache_write,
+        Usd::from_picodollars(403 * 3_750_000)
+    );
+    assert_eq!(state.cost.output, Usd::from_picodollars(33 * 15_000_000));
+    assert_eq!(state.cost.total().to_string(), "$0.00234855");
+
+    // Gemini: 3,520 prompt tokens of which 3,512 cached, 2 answer and 42 thinking.
+    let path = "gemini/generate_content_cached_content.json";
+    let server = Server::always(Reply::json(200, fixture(path))).await;
+    let model = gemini(&server.url, "gemini-2.5-flash");
+    let state = Agent::builder(model)
+        .build()
+        .unwrap()
+        .run("?")
+        .await
+        .unwrap();
+    assert_eq!(state.cost.input, Usd::from_picodollars(8 * 300_000));
+    assert_eq!(state.cost.cache_read, Usd::from_picodollars(3_512 * 30_000));
+    assert_eq!(state.cost.output, Usd::from_picodollars(44 * 2_500_000));
+    assert_eq!(state.cost.cache_write, Usd::ZERO);
+}
+
 // Counting: Anthropic --------------------------------------------------------------------
 
 fn anthropic(url: &str, model: &str) -> Anthropic {
