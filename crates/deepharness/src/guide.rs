@@ -20,6 +20,12 @@ pub mod providers {
     #![doc = include_str!("../guide/providers.md")]
 }
 
+/// Cost: prices and the built-in table, overriding it, money budgets, prompt caching per
+/// vendor, counting tokens before a request.
+pub mod cost {
+    #![doc = include_str!("../guide/cost.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

@@ -170,7 +170,7 @@ pub mod tools {
 }
 
 /// The model interface and its wire types: [`Llm`], requests and settings, responses, usage,
-/// content blocks; with the `providers` feature, the wrappers and their `LlmExt`
+/// content blocks, prices and costs, prompt caching, token counts; with the `providers` feature, the wrappers and their `LlmExt`
 /// combinators, choosing a model from the environment, and the kit for a REST vendor of your
 /// own.
 pub mod providers {
@@ -184,6 +184,7 @@ pub mod providers {
         Request, Role, Supports, Text, Thinking, TokenUsage, ToolCall, ToolChoice, ToolSpec,
         replay,
     };
+    pub use harness_core::{CacheRetention, CacheTtl, Cost, Prices, PromptCache, TokenCount, Usd};
     #[cfg(feature = "providers")]
     pub use harness_providers::{
         AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,

@@ -29,8 +29,10 @@ mod gemini;
 mod models;
 mod openai;
 mod presets;
+mod prices;
 pub mod rest;
 mod services;
+mod tokenizer;
 mod wire;
 mod wrappers;
 
