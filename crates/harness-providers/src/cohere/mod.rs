@@ -3,8 +3,8 @@
 //! (`accumulator.rs`).
 
 use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Request, Result,
-    Supports, ToolChoice,
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Prices, Request,
+    Result, Supports, ToolChoice,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -43,6 +43,10 @@ const INVALID_TOOL_GENERATION: &str = "INVALID_TOOL_GENERATION";
 /// Images go to the models that read them (`command-a-vision`); documents are not sent (the
 /// chat API takes no files). Citations are not kept.
 ///
+/// The usage counts `usage.tokens` (what the model read, Cohere's prompt template included),
+/// not the smaller `billed_units` Cohere charges; so the price table has no Cohere row, and a
+/// cost or a money budget needs the builder's `prices`, knowing it prices the larger count.
+///
 /// ```no_run
 /// use harness_providers::Cohere;
 /// use harness_core::{ModelSettings, ReasoningLevel};
@@ -57,6 +61,8 @@ pub struct Cohere {
     client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
+    /// The builder's `prices`: the table has no Cohere row (see [`Cohere`]'s usage note).
+    prices: Option<Prices>,
 }
 
 /// Builds a [`Cohere`] model.
@@ -178,6 +184,7 @@ impl CohereBuilder {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
             defaults: self.defaults,
+            prices: self.connection.prices,
         })
     }
 }
@@ -211,6 +218,6 @@ impl Llm for Cohere {
             .with_tools(true)
             .with_images(self.model.contains("vision"))
             .with_structured_output(true);
-        crate::models::info(ID, &self.model, supports)
+        crate::models::priced(crate::models::info(ID, &self.model, supports), self.prices)
     }
 }
