@@ -3,6 +3,8 @@
 //!
 //! - [`Message`], [`Content`] and the content blocks ([`Block`], [`Image`], [`Document`],
 //!   [`Thinking`]): a transcript in the neutral `{"role", "content", ...}` form.
+//! - [`HostedTool`] and the [`hosted`] module: tools the vendor runs itself (web search, file
+//!   search, a code sandbox, remote MCP), and [`HostedCall`], what their calls leave in a turn.
 //! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
 //!   [`ReasoningLevel`]: what a model hands back.
 //! - [`Llm`]: the one trait a model implements (`generate`, `stream`, `info`); [`LlmEvent`]
@@ -57,6 +59,7 @@ pub mod agent;
 mod channel;
 pub mod content;
 mod error;
+pub mod hosted;
 mod llm;
 mod message;
 mod request;
@@ -72,6 +75,7 @@ pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream, StopReason,
 };
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
+pub use hosted::{HostedCall, HostedTool};
 pub use error::{
     Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
     ToolError, ToolErrorKind,

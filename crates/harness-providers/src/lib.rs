@@ -4,6 +4,8 @@
 //! - [`OpenAi`]: the Chat Completions API, and through it the gateways [`Groq`],
 //!   [`Together`], [`DeepSeek`], [`Mistral`], [`Xai`], [`OpenRouter`], [`Fireworks`],
 //!   [`Cerebras`] and the local servers [`Ollama`], [`Vllm`], [`LmStudio`], [`LlamaCpp`].
+//! - [`OpenAiResponses`]: OpenAI's Responses API: reasoning carried across turns, hosted
+//!   tools (web search, file search, code interpreter, remote MCP).
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
@@ -27,6 +29,7 @@ mod gemini;
 mod models;
 mod openai;
 mod presets;
+mod responses;
 pub mod rest;
 mod services;
 mod wire;
@@ -40,6 +43,7 @@ pub use presets::{
     Cerebras, DeepSeek, Fireworks, Groq, LlamaCpp, LmStudio, Mistral, Ollama, OpenRouter, Together,
     Vllm, Xai,
 };
+pub use responses::{OpenAiResponses, OpenAiResponsesBuilder};
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 

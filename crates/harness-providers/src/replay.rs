@@ -34,11 +34,14 @@ pub enum Format {
     Anthropic,
     /// Gemini `generateContent`, and `streamGenerateContent?alt=sse` for a stream.
     Gemini,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
 }
 
 const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
 const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
 const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
+const RESPONSES: Vendor<'static> = Vendor::new("openai-responses", "OpenAI");
 
 /// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
@@ -70,6 +73,12 @@ pub fn decode_stream(
             chunk,
             emit,
         ),
+        Format::OpenAiResponses => rest::decode(
+            crate::responses::ResponsesAccumulator::new(RESPONSES),
+            body,
+            chunk,
+            emit,
+        ),
     }
 }
 
@@ -86,5 +95,8 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
         Format::Anthropic => crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer(&bytes),
         Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
             .answer("/models/recorded:generateContent", &bytes),
+        Format::OpenAiResponses => {
+            crate::responses::ResponsesAccumulator::new(RESPONSES).answer("/responses", &bytes)
+        }
     }
 }
