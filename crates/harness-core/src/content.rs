@@ -653,8 +653,12 @@ mod tests {
 
     #[test]
     fn reasoning_ids_round_trip_keep_items_apart_and_stay_out_of_equality() {
-        let first = Thinking::new("a").from_provider("openai-responses").with_id("rs_1");
-        let second = Thinking::new("b").from_provider("openai-responses").with_id("rs_2");
+        let first = Thinking::new("a")
+            .from_provider("openai-responses")
+            .with_id("rs_1");
+        let second = Thinking::new("b")
+            .from_provider("openai-responses")
+            .with_id("rs_2");
         let merged = merge_blocks(vec![first.clone().into(), second.clone().into()]);
         assert_eq!(merged.len(), 2, "two reasoning items stay two blocks");
         assert_eq!(first, Thinking::new("a"));

@@ -353,7 +353,10 @@ impl RemoteMcp {
 
     /// Lets the model call only these tools of the server.
     #[must_use]
-    pub fn with_allowed_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn with_allowed_tools(
+        mut self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         self.allowed_tools = tools.into_iter().map(Into::into).collect();
         self
     }
@@ -538,10 +541,19 @@ mod tests {
         let kinds: Vec<&str> = tools.iter().map(HostedTool::kind).collect();
         assert_eq!(
             kinds,
-            ["web_search", "file_search", "code_interpreter", "mcp", "image_generation"]
+            [
+                "web_search",
+                "file_search",
+                "code_interpreter",
+                "mcp",
+                "image_generation"
+            ]
         );
         let shown = format!("{mcp:?}");
-        assert!(shown.contains("authorization") && !shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("authorization") && !shown.contains("s3cret"),
+            "{shown}"
+        );
         assert_eq!(
             HostedTool::custom("x", json!(7)),
             HostedTool::Custom {

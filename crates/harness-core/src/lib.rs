@@ -75,11 +75,11 @@ pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream, StopReason,
 };
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
-pub use hosted::{HostedCall, HostedTool};
 pub use error::{
     Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
     ToolError, ToolErrorKind,
 };
+pub use hosted::{HostedCall, HostedTool};
 pub use llm::{BoxStream, Llm, LlmEvent, ModelInfo, Supports, replay};
 pub use message::{Content, Message, Role, ToolCall};
 pub use request::{ModelSettings, OutputSchema, OwnedRequest, Request, ToolChoice};

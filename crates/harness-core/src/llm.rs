@@ -6,8 +6,8 @@ use futures_core::Stream;
 use futures_util::{StreamExt, stream};
 
 use crate::content::Block;
-use crate::hosted::HostedCall;
 use crate::error::Result;
+use crate::hosted::HostedCall;
 use crate::request::{OwnedRequest, Request};
 use crate::response::CompletionResponse;
 

@@ -206,9 +206,12 @@ impl Serialize for Messages<'_> {
 fn has_media(content: &Content) -> bool {
     match content {
         Content::Text(_) => false,
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .any(|b| !matches!(b, Block::Text(_) | Block::Thinking(_) | Block::HostedCall(_))),
+        Content::Blocks(blocks) => blocks.iter().any(|b| {
+            !matches!(
+                b,
+                Block::Text(_) | Block::Thinking(_) | Block::HostedCall(_)
+            )
+        }),
     }
 }
 

@@ -108,11 +108,18 @@ impl<'v> ResponsesAccumulator<'v> {
             return Err(failure(vendor, error, &String::from_utf8_lossy(body)));
         }
         if response.status.as_deref() == Some("failed") {
-            return Err(failure(vendor, &Value::Null, &String::from_utf8_lossy(body)));
+            return Err(failure(
+                vendor,
+                &Value::Null,
+                &String::from_utf8_lossy(body),
+            ));
         }
         let output = json::required(vendor, response.output.as_ref(), "output", body)?;
         // A hosted call is kept as sent: its items are read again as JSON values.
-        let raw = if output.iter().any(|i| Kind::of(i.kind.as_deref()) == Kind::Hosted) {
+        let raw = if output
+            .iter()
+            .any(|i| Kind::of(i.kind.as_deref()) == Kind::Hosted)
+        {
             serde_json::from_slice::<Value>(body)
                 .ok()
                 .and_then(|mut v| v.get_mut("output").map(Value::take))
@@ -303,9 +310,9 @@ impl<'v> ResponsesAccumulator<'v> {
         if !(0..output.len()).any(|i| missing(self, i)) {
             return;
         }
-        let raw = serde_json::from_str::<Value>(data).ok().and_then(|mut v| {
-            v.pointer_mut("/response/output").map(Value::take)
-        });
+        let raw = serde_json::from_str::<Value>(data)
+            .ok()
+            .and_then(|mut v| v.pointer_mut("/response/output").map(Value::take));
         for (index, item) in output.iter().enumerate() {
             // A slot that only got deltas keeps them when the item is empty.
             if missing(self, index) {
@@ -377,7 +384,11 @@ impl Accumulator for ResponsesAccumulator<'_> {
                 return Err(failure(self.vendor, error, data));
             }
             "error" => {
-                let error = match (&event.error, event.code.as_deref(), event.message.as_deref()) {
+                let error = match (
+                    &event.error,
+                    event.code.as_deref(),
+                    event.message.as_deref(),
+                ) {
                     (Some(error), _, _) if !error.is_null() => error.clone(),
                     (_, code, message) => {
                         serde_json::json!({"code": code, "message": message})
@@ -449,7 +460,11 @@ impl Accumulator for ResponsesAccumulator<'_> {
                     } else {
                         slot.call_id
                     };
-                    calls.push(if id.is_empty() { call } else { call.with_id(id) });
+                    calls.push(if id.is_empty() {
+                        call
+                    } else {
+                        call.with_id(id)
+                    });
                 }
                 Kind::Hosted => {
                     let mut call = slot.hosted.unwrap_or_else(|| {

@@ -296,7 +296,12 @@ impl UsageIn {
             .total_tokens
             .map_or_else(|| input.saturating_add(output), |c| c.0);
         TokenUsage::new(input, output, total)
-            .with_cached(self.input_tokens_details.unwrap_or_default().cached_tokens.0)
+            .with_cached(
+                self.input_tokens_details
+                    .unwrap_or_default()
+                    .cached_tokens
+                    .0,
+            )
             .with_reasoning(
                 self.output_tokens_details
                     .unwrap_or_default()

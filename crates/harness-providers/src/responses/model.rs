@@ -170,11 +170,9 @@ impl OpenAiResponsesBuilder {
     /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for `max_concurrency` 0,
     /// a base URL that is not an http(s) URL, or a key that is not a valid header.
     pub fn build(self) -> Result<OpenAiResponses> {
-        let mut config = self.connection.config(
-            ID,
-            "https://api.openai.com/v1",
-            Some("OPENAI_BASE_URL"),
-        );
+        let mut config =
+            self.connection
+                .config(ID, "https://api.openai.com/v1", Some("OPENAI_BASE_URL"));
         if let Some(key) = self.connection.key(&["OPENAI_API_KEY"]) {
             config
                 .headers

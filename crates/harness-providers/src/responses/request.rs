@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::FORMAT;
 use super::model::OpenAiResponses;
 use crate::wire::{
-    ContentText, DataUrl, DocumentUrl, JsonText, Joined, Parameters, Settings, strict_schema,
+    ContentText, DataUrl, DocumentUrl, Joined, JsonText, Parameters, Settings, strict_schema,
 };
 
 impl OpenAiResponses {
@@ -235,7 +235,9 @@ impl Serialize for HostedWire<'_> {
                 }
             }
             HostedTool::CodeInterpreter(CodeInterpreter {
-                container, file_ids, ..
+                container,
+                file_ids,
+                ..
             }) => match container {
                 Some(id) => map.serialize_entry("container", id)?,
                 None => {

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use harness_core::{
-    Block, Content, Document, HostedTool, ImageSource, Message, ModelSettings, ReasoningLevel, Role,
-    ToolChoice,
+    Block, Content, Document, HostedTool, ImageSource, Message, ModelSettings, ReasoningLevel,
+    Role, ToolChoice,
 };
 use serde_json::{Map, Value};
 
