@@ -13,7 +13,12 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::Responses,
+];
 
 /// How a call's arguments are sent.
 #[derive(Clone, Copy, Debug)]
@@ -74,13 +79,14 @@ impl Vendor {
             Self::OpenAi => Format::OpenAi,
             Self::Anthropic => Format::Anthropic,
             Self::Gemini => Format::Gemini,
+            Self::Responses => Format::OpenAiResponses,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
+            Self::Anthropic | Self::Responses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -114,7 +120,20 @@ impl Vendor {
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
             }
+            Self::Responses => json!({"id": "resp_1", "object": "response",
+                "status": "completed", "output": [Self::responses_call(args.value())],
+                "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
         }
+    }
+
+    /// A Responses `function_call` item of `now`, its arguments as given.
+    fn responses_call(arguments: Option<Value>) -> Value {
+        with(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "now",
+                "status": "completed"}),
+            "arguments",
+            arguments,
+        )
     }
 
     /// A streamed turn with one call of `now`, its arguments as the vendor streams them:
@@ -171,6 +190,26 @@ impl Vendor {
                 events
             }
             Self::Gemini => vec![self.answer(args)],
+            Self::Responses => {
+                let mut events = vec![
+                    json!({"type": "response.created", "response": {"id": "resp_1",
+                        "status": "in_progress", "output": []}}),
+                    json!({"type": "response.output_item.added", "output_index": 0,
+                        "item": Self::responses_call(Some(json!("")))}),
+                ];
+                for piece in args.pieces() {
+                    events.push(json!({"type": "response.function_call_arguments.delta",
+                        "output_index": 0, "item_id": "fc_1", "delta": piece}));
+                }
+                let whole = Self::responses_call(args.value());
+                events.extend([
+                    json!({"type": "response.output_item.done", "output_index": 0,
+                        "item": whole.clone()}),
+                    json!({"type": "response.completed", "response": {"id": "resp_1",
+                        "status": "completed", "output": [whole]}}),
+                ]);
+                events
+            }
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if self == Self::OpenAi {
@@ -207,6 +246,9 @@ impl Vendor {
                 "usage": {"input_tokens": 5, "output_tokens": 3}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+            Self::Responses => json!({"id": "resp_2", "object": "response",
+                "status": "completed", "output": [{"type": "message", "id": "msg_1",
+                "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
         }
     }
 
@@ -232,6 +274,11 @@ impl Vendor {
                 json!({"type": "message_stop"}),
             ],
             Self::Gemini => vec![self.text_answer(text)],
+            Self::Responses => vec![
+                json!({"type": "response.output_text.delta", "output_index": 0,
+                    "item_id": "msg_1", "delta": text}),
+                json!({"type": "response.completed", "response": self.text_answer(text)}),
+            ],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if self == Self::OpenAi {

@@ -373,9 +373,11 @@ impl Vendor {
                 self.event(&json!({"type": "response.created", "sequence_number": 0,
                     "response": {"id": "resp_1", "object": "response", "status": "in_progress",
                     "model": "m", "output": [], "usage": null}})),
-                self.event(&json!({"type": "response.output_item.added", "output_index": 0,
+                self.event(
+                    &json!({"type": "response.output_item.added", "output_index": 0,
                     "item": {"type": "message", "id": "msg_1", "status": "in_progress",
-                    "role": "assistant", "content": []}})),
+                    "role": "assistant", "content": []}}),
+                ),
             ]
             .concat(),
         }
@@ -1580,16 +1582,20 @@ fn tool_call_probes(probes: &mut Probes) {
 fn responses_end_probes(probes: &mut Probes) {
     let vendor = Vendor::Responses;
     let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
-        vendor.event(&json!({"type": kind, "response": {"id": "resp_1", "status": status,
+        vendor.event(
+            &json!({"type": kind, "response": {"id": "resp_1", "status": status,
             "incomplete_details": reason.map(|r| json!({"reason": r})),
-            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}))
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}),
+        )
     };
     for (reason, finish) in [
         ("max_output_tokens", FinishReason::Length),
         ("content_filter", FinishReason::Filtered),
     ] {
         probes.add(
-            format!("openai-responses stream: response.incomplete ({reason}) → {finish:?}, text kept"),
+            format!(
+                "openai-responses stream: response.incomplete ({reason}) → {finish:?}, text kept"
+            ),
             1,
             move |_| async move {
                 let body = [
@@ -1650,7 +1656,11 @@ fn responses_end_probes(probes: &mut Probes) {
             let start = at - "event: ".len();
             let body = [
                 whole[..start].to_vec(),
-                terminal("response.incomplete", "incomplete", Some("max_output_tokens")),
+                terminal(
+                    "response.incomplete",
+                    "incomplete",
+                    Some("max_output_tokens"),
+                ),
             ]
             .concat();
             let server = FaultServer::always(sse(body)).await;
@@ -1784,7 +1794,11 @@ fn recordings() -> Vec<Recording> {
         ("llamacpp", Vendor::OpenAi, Format::OpenAi),
         ("anthropic", Vendor::Anthropic, Format::Anthropic),
         ("gemini", Vendor::Gemini, Format::Gemini),
-        ("openai-responses", Vendor::Responses, Format::OpenAiResponses),
+        (
+            "openai-responses",
+            Vendor::Responses,
+            Format::OpenAiResponses,
+        ),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()

@@ -16,6 +16,7 @@ impl Vendor {
         match dir {
             "anthropic" => Self::Anthropic,
             "gemini" => Self::Gemini,
+            "openai-responses" => Self::Responses,
             _ => Self::OpenAi,
         }
     }
@@ -30,6 +31,12 @@ impl Vendor {
             ),
             Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
             Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
+            // A stream's lifecycle events carry the response.
+            Self::Responses if value.get("response").is_some() => (
+                text(&value["response"]["id"]),
+                text(&value["response"]["model"]),
+            ),
+            Self::Responses => (text(&value["id"]), text(&value["model"])),
         }
     }
 }
@@ -56,7 +63,13 @@ fn check(path: &str, response: &CompletionResponse, expected: &(Option<String>, 
 #[tokio::test]
 async fn every_recorded_answer_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+    for dir in [
+        "openai",
+        "llamacpp",
+        "anthropic",
+        "gemini",
+        "openai-responses",
+    ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".json") {
             let server = Server::always(Reply::json(200, fixture(&path))).await;
@@ -69,13 +82,19 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 11);
+    assert_eq!(checked, 22);
 }
 
 #[tokio::test]
 async fn every_recorded_stream_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+    for dir in [
+        "openai",
+        "llamacpp",
+        "anthropic",
+        "gemini",
+        "openai-responses",
+    ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".sse") {
             // The ids of the first event that names a model.
@@ -94,7 +113,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 16);
 }
 
 #[tokio::test]

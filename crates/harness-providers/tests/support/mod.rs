@@ -297,12 +297,14 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         .collect()
 }
 
-/// The three vendor formats, for a test run through each.
+/// The vendor formats, for a test run through each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    /// The OpenAI Responses API.
+    Responses,
 }
 
 impl Vendor {
@@ -325,6 +327,13 @@ impl Vendor {
             ),
             Self::Gemini => Arc::new(
                 harness_providers::Gemini::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Responses => Arc::new(
+                harness_providers::OpenAiResponses::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
