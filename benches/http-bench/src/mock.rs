@@ -479,8 +479,14 @@ mod responses {
         );
 
         let mut tool = vec![
-            lifecycle("response.created", response_object("in_progress", &[], None)),
-            lifecycle("response.in_progress", response_object("in_progress", &[], None)),
+            lifecycle(
+                "response.created",
+                response_object("in_progress", &[], None),
+            ),
+            lifecycle(
+                "response.in_progress",
+                response_object("in_progress", &[], None),
+            ),
             json!({"type": "response.output_item.added", "output_index": 0,
                 "item": call_item("", "in_progress")}),
         ];
@@ -499,20 +505,30 @@ mod responses {
             ),
         ]);
 
-        let part = |text: &str| json!({"type": "output_text", "annotations": [], "logprobs": [],
-            "text": text});
+        let part = |text: &str| {
+            json!({"type": "output_text", "annotations": [], "logprobs": [],
+            "text": text})
+        };
         let mut answer = vec![
-            lifecycle("response.created", response_object("in_progress", &[], None)),
-            lifecycle("response.in_progress", response_object("in_progress", &[], None)),
+            lifecycle(
+                "response.created",
+                response_object("in_progress", &[], None),
+            ),
+            lifecycle(
+                "response.in_progress",
+                response_object("in_progress", &[], None),
+            ),
             json!({"type": "response.output_item.added", "output_index": 0,
                 "item": message_item(None, "in_progress")}),
             json!({"type": "response.content_part.added", "item_id": MESSAGE_ITEM,
                 "output_index": 0, "content_index": 0, "part": part("")}),
         ];
         for piece in ANSWER_PIECES {
-            answer.push(json!({"type": "response.output_text.delta", "item_id": MESSAGE_ITEM,
+            answer.push(
+                json!({"type": "response.output_text.delta", "item_id": MESSAGE_ITEM,
                 "output_index": 0, "content_index": 0, "delta": piece, "logprobs": [],
-                "obfuscation": "qfQVOwfh62"}));
+                "obfuscation": "qfQVOwfh62"}),
+            );
         }
         answer.extend([
             json!({"type": "response.output_text.done", "item_id": MESSAGE_ITEM,

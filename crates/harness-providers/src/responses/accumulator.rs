@@ -8,10 +8,11 @@ use harness_core::{
 use serde_json::Value;
 
 use super::FORMAT;
-use super::events::{EventIn, ItemIn, ResponseIn};
+use super::events::UsageIn;
+use super::events::{EventIn, ItemIn, ResponseIn, TerminalIn};
 use crate::rest::json::{self, Vendor};
 use crate::rest::{Accumulator, SseEvent};
-use crate::wire::{call_from_text, keep_first};
+use crate::wire::{Str, call_from_text, keep_first};
 
 /// What an output item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +131,13 @@ impl<'v> ResponsesAccumulator<'v> {
             let raw = raw.as_ref().and_then(|r| r.get(index)).cloned();
             self.take_item(index, item, raw, None);
         }
-        self.end(&response);
+        self.end(
+            response.id.as_ref(),
+            response.model.as_ref(),
+            response.status.as_deref(),
+            reason(response.incomplete_details.as_ref()),
+            response.usage.as_ref(),
+        );
         // An answer without a status says nothing of how it ended.
         if response.status.is_none() {
             self.finish = Some(FinishReason::Other);
@@ -241,18 +248,21 @@ impl<'v> ResponsesAccumulator<'v> {
     }
 
     /// A terminal response (`response.completed`, `response.incomplete`, or an answer): its
-    /// id, model, status and usage.
-    fn end(&mut self, response: &ResponseIn<'_>) {
-        keep_first(&mut self.id, response.id.as_ref());
-        keep_first(&mut self.model, response.model.as_ref());
-        if let Some(usage) = &response.usage {
+    /// id, model, status, why it is incomplete, and usage.
+    fn end(
+        &mut self,
+        id: Option<&Str<'_>>,
+        model: Option<&Str<'_>>,
+        status: Option<&str>,
+        reason: Option<&str>,
+        usage: Option<&UsageIn>,
+    ) {
+        keep_first(&mut self.id, id);
+        keep_first(&mut self.model, model);
+        if let Some(usage) = usage {
             self.usage = Some(usage.usage());
         }
-        let reason = response
-            .incomplete_details
-            .as_ref()
-            .and_then(|d| d.reason.as_deref());
-        self.finish = Some(match response.status.as_deref() {
+        self.finish = Some(match status {
             Some("completed") => FinishReason::Stop,
             Some("incomplete") => match reason {
                 Some("max_output_tokens") => FinishReason::Length,
@@ -323,9 +333,56 @@ impl<'v> ResponsesAccumulator<'v> {
     }
 }
 
+/// The events read; any other the service names by its `event:` line is skipped unread (a
+/// stream without event names is read event by event).
+const READ: [&str; 11] = [
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.function_call_arguments.delta",
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+];
+
+fn reason<'a>(details: Option<&'a super::events::IncompleteIn<'_>>) -> Option<&'a str> {
+    details.and_then(|d| d.reason.as_deref())
+}
+
 impl Accumulator for ResponsesAccumulator<'_> {
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let data = event.data;
+        let named = event.event != "message";
+        if named && !READ.contains(&event.event) {
+            return Ok(());
+        }
+        // Every item given whole: the terminal event is read for its status and usage alone.
+        if named
+            && matches!(event.event, "response.completed" | "response.incomplete")
+            && !self.slots.is_empty()
+            && self.slots.iter().all(|s| s.whole)
+        {
+            let terminal: TerminalIn<'_> =
+                serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
+            match terminal.response {
+                Some(head) => self.end(
+                    head.id.as_ref(),
+                    head.model.as_ref(),
+                    head.status.as_deref(),
+                    reason(head.incomplete_details.as_ref()),
+                    head.usage.as_ref(),
+                ),
+                None => {
+                    self.ended = true;
+                    self.finish = Some(FinishReason::Other);
+                }
+            }
+            return Ok(());
+        }
         let event: EventIn<'_> =
             serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
         let Some(kind) = event.kind.as_deref() else {
@@ -369,7 +426,13 @@ impl Accumulator for ResponsesAccumulator<'_> {
             "response.completed" | "response.incomplete" => {
                 if let Some(response) = &event.response {
                     self.fill_from(response, data, emit);
-                    self.end(response);
+                    self.end(
+                        response.id.as_ref(),
+                        response.model.as_ref(),
+                        response.status.as_deref(),
+                        reason(response.incomplete_details.as_ref()),
+                        response.usage.as_ref(),
+                    );
                 } else {
                     self.ended = true;
                     self.finish = Some(FinishReason::Other);

@@ -27,10 +27,11 @@ pub(super) struct EventIn<'a> {
     /// A delta's text (a non-string delta, of an event this library does not read, is none).
     #[serde(borrow, default)]
     pub(super) delta: Loose<'a>,
+    // Boxed: rare beside the deltas, and inline they would make every event large.
     #[serde(borrow, default)]
-    pub(super) item: Option<ItemIn<'a>>,
+    pub(super) item: Option<Box<ItemIn<'a>>>,
     #[serde(borrow, default)]
-    pub(super) response: Option<ResponseIn<'a>>,
+    pub(super) response: Option<Box<ResponseIn<'a>>>,
     /// An `error` event's fields: at the top level as the API documents them, or in an
     /// `error` object as some servers send them.
     #[serde(default)]
@@ -41,7 +42,8 @@ pub(super) struct EventIn<'a> {
     pub(super) message: Loose<'a>,
 }
 
-/// A response: a non-streamed answer whole, or the one a lifecycle event carries.
+/// A response: a non-streamed answer whole, or the one a terminal event carries. Its
+/// `output` is read only when `items` (the stream did not give every item whole).
 #[derive(Deserialize)]
 pub(super) struct ResponseIn<'a> {
     #[serde(borrow, default)]
@@ -58,6 +60,30 @@ pub(super) struct ResponseIn<'a> {
     pub(super) usage: Option<UsageIn>,
     #[serde(borrow, default)]
     pub(super) output: Option<Vec<ItemIn<'a>>>,
+}
+
+/// A terminal event (`response.completed`, `response.incomplete`) read without its
+/// response's items, which the stream already gave whole: the response echoes the request's
+/// whole configuration, and its items a second time.
+#[derive(Deserialize)]
+pub(super) struct TerminalIn<'a> {
+    #[serde(borrow, default)]
+    pub(super) response: Option<Box<HeadIn<'a>>>,
+}
+
+/// A response's status, ids and usage, its items left unread.
+#[derive(Deserialize)]
+pub(super) struct HeadIn<'a> {
+    #[serde(borrow, default)]
+    pub(super) id: Text<'a>,
+    #[serde(borrow, default)]
+    pub(super) model: Text<'a>,
+    #[serde(borrow, default)]
+    pub(super) status: Text<'a>,
+    #[serde(borrow, default)]
+    pub(super) incomplete_details: Option<IncompleteIn<'a>>,
+    #[serde(default)]
+    pub(super) usage: Option<UsageIn>,
 }
 
 /// `incomplete_details`.
