@@ -1627,6 +1627,13 @@ fn responses_end_probes(probes: &mut Probes) {
         );
     }
 
+    responses_failure_probes(probes);
+}
+
+/// A Responses turn that fails, is cut at the output limit, or gives its items only at the
+/// end (hand-made bodies around the API's terminal events).
+fn responses_failure_probes(probes: &mut Probes) {
+    let vendor = Vendor::Responses;
     probes.add(
         "openai-responses stream: response.failed → Vendor, its code and message",
         1,
@@ -1643,6 +1650,13 @@ fn responses_end_probes(probes: &mut Probes) {
         },
     );
 
+    let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
+        vendor.event(
+            &json!({"type": kind, "response": {"id": "resp_1", "status": status,
+            "incomplete_details": reason.map(|r| json!({"reason": r})),
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}),
+        )
+    };
     probes.add(
         "openai-responses stream: a call cut at the output limit → raw_arguments, not run",
         1,

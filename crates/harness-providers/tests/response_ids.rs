@@ -29,14 +29,15 @@ impl Vendor {
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
-            Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
             // A stream's lifecycle events carry the response.
             Self::Responses if value.get("response").is_some() => (
                 text(&value["response"]["id"]),
                 text(&value["response"]["model"]),
             ),
-            Self::Responses => (text(&value["id"]), text(&value["model"])),
+            Self::OpenAi | Self::Anthropic | Self::Responses => {
+                (text(&value["id"]), text(&value["model"]))
+            }
+            Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
         }
     }
 }

@@ -215,7 +215,10 @@ impl<'v> ResponsesAccumulator<'v> {
                 }
             }
             Kind::FunctionCall => {
-                slot.text = item.arguments.as_deref().unwrap_or_default().to_owned();
+                item.arguments
+                    .as_deref()
+                    .unwrap_or_default()
+                    .clone_into(&mut slot.text);
             }
             Kind::Reasoning => {
                 // The summary the model shows; a model that shows its reasoning itself
@@ -333,6 +336,51 @@ impl<'v> ResponsesAccumulator<'v> {
     }
 }
 
+impl ResponsesAccumulator<'_> {
+    /// A terminal event whose items the stream already gave whole.
+    fn terminal(&mut self, data: &str) -> Result<()> {
+        let terminal: TerminalIn<'_> =
+            serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
+        match terminal.response {
+            Some(head) => self.end(
+                head.id.as_ref(),
+                head.model.as_ref(),
+                head.status.as_deref(),
+                reason(head.incomplete_details.as_ref()),
+                head.usage.as_ref(),
+            ),
+            None => {
+                self.ended = true;
+                self.finish = Some(FinishReason::Other);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error a `response.failed` event (its response's `error`) or an `error` event (its
+    /// fields at the top level, or in an `error` object) reports.
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, event: &EventIn<'_>, data: &str) -> Error {
+        if let Some(response) = &event.response {
+            return failure(
+                self.vendor,
+                response.error.as_ref().unwrap_or(&Value::Null),
+                data,
+            );
+        }
+        let error = match (
+            &event.error,
+            event.code.as_deref(),
+            event.message.as_deref(),
+        ) {
+            (Some(error), _, _) if !error.is_null() => error.clone(),
+            (_, code, message) => serde_json::json!({"code": code, "message": message}),
+        };
+        failure(self.vendor, &error, data)
+    }
+}
+
 /// The events read; any other the service names by its `event:` line is skipped unread (a
 /// stream without event names is read event by event).
 const READ: [&str; 11] = [
@@ -366,22 +414,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
             && !self.slots.is_empty()
             && self.slots.iter().all(|s| s.whole)
         {
-            let terminal: TerminalIn<'_> =
-                serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
-            match terminal.response {
-                Some(head) => self.end(
-                    head.id.as_ref(),
-                    head.model.as_ref(),
-                    head.status.as_deref(),
-                    reason(head.incomplete_details.as_ref()),
-                    head.usage.as_ref(),
-                ),
-                None => {
-                    self.ended = true;
-                    self.finish = Some(FinishReason::Other);
-                }
-            }
-            return Ok(());
+            return self.terminal(data);
         }
         let event: EventIn<'_> =
             serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
@@ -438,27 +471,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
                     self.finish = Some(FinishReason::Other);
                 }
             }
-            "response.failed" => {
-                let error = event
-                    .response
-                    .as_ref()
-                    .and_then(|r| r.error.as_ref())
-                    .unwrap_or(&Value::Null);
-                return Err(failure(self.vendor, error, data));
-            }
-            "error" => {
-                let error = match (
-                    &event.error,
-                    event.code.as_deref(),
-                    event.message.as_deref(),
-                ) {
-                    (Some(error), _, _) if !error.is_null() => error.clone(),
-                    (_, code, message) => {
-                        serde_json::json!({"code": code, "message": message})
-                    }
-                };
-                return Err(failure(self.vendor, &error, data));
-            }
+            "response.failed" | "error" => return Err(self.failed(&event, data)),
             _ => {}
         }
         Ok(())

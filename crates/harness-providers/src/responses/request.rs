@@ -415,15 +415,14 @@ impl Serialize for ContentWire<'_> {
 
 /// One input part: text, an image (a URL or a `data:` URL) or a file.
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum InputPart<'a> {
-    InputText {
-        text: &'a str,
-    },
-    InputImage {
-        image_url: DataUrl<'a>,
-    },
-    InputFile {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image { image_url: DataUrl<'a> },
+    #[serde(rename = "input_file")]
+    File {
         filename: &'a str,
         file_data: DocumentUrl<'a>,
     },
@@ -432,11 +431,11 @@ enum InputPart<'a> {
 impl<'a> InputPart<'a> {
     fn of(block: &'a Block) -> Option<Self> {
         match block {
-            Block::Text(t) if !t.text.is_empty() => Some(Self::InputText { text: &t.text }),
-            Block::Image(image) => Some(Self::InputImage {
+            Block::Text(t) if !t.text.is_empty() => Some(Self::Text { text: &t.text }),
+            Block::Image(image) => Some(Self::Image {
                 image_url: DataUrl(image.source()),
             }),
-            Block::Document(doc) => Some(Self::InputFile {
+            Block::Document(doc) => Some(Self::File {
                 filename: doc.name.as_deref().unwrap_or("document"),
                 file_data: DocumentUrl(doc),
             }),
