@@ -887,3 +887,38 @@ async fn foreign_reasoning_and_calls_stay_out_and_settings_go_as_the_api_names_t
         })
     );
 }
+
+#[tokio::test]
+async fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
+    let server = Server::always(Reply::json(200, b"{}".to_vec())).await;
+    let messages = [Message::user("hi")];
+    let include = |name: &str, settings: ModelSettings| {
+        OpenAiResponses::builder(name)
+            .api_key("k")
+            .base_url(&server.url)
+            .settings(settings)
+            .build()
+            .unwrap()
+            .request_body(&Request::new(&messages), false)
+            .get("include")
+            .cloned()
+    };
+    let encrypted = Some(json!(["reasoning.encrypted_content"]));
+    assert_eq!(include("o4-mini", ModelSettings::new()), encrypted);
+    // A model that does not reason refuses the request for encrypted reasoning.
+    assert_eq!(include("gpt-4o", ModelSettings::new()), None);
+    let asked = ModelSettings::new().with_reasoning(ReasoningLevel::High);
+    assert_eq!(include("my-reasoner", asked), encrypted);
+    let stored = OpenAiResponses::builder("o4-mini")
+        .api_key("k")
+        .base_url(&server.url)
+        .store(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        stored
+            .request_body(&Request::new(&messages), false)
+            .get("include"),
+        None
+    );
+}

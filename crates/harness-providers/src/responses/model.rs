@@ -70,6 +70,8 @@ pub struct OpenAiResponses {
     pub(super) defaults: ModelSettings,
     pub(super) store: bool,
     pub(super) native_output: bool,
+    /// Whether the model is one the library knows to reason.
+    pub(super) reasons: bool,
 }
 
 /// Builds an [`OpenAiResponses`].
@@ -142,9 +144,12 @@ impl OpenAiResponsesBuilder {
     /// Whether the service keeps what it answers (`store`; default false).
     ///
     /// Off, nothing of the conversation is kept on OpenAI's side beyond what its own policies
-    /// require: each request is sent `store: false` and asks for the reasoning encrypted
-    /// (`include: ["reasoning.encrypted_content"]`), and the encrypted reasoning goes back
-    /// with its turn, so a reasoning model keeps its chain between tool calls all the same.
+    /// require: each request is sent `store: false` and, for a reasoning model, asks for the
+    /// reasoning encrypted (`include: ["reasoning.encrypted_content"]`), and the encrypted
+    /// reasoning goes back with its turn, so the model keeps its chain between tool calls all
+    /// the same. A reasoning model is one the library knows to reason (`gpt-5`, `o3`, ...:
+    /// [`ModelInfo::supports`]) or one asked for a reasoning level (`with_reasoning`); a model
+    /// that does not reason refuses the request for encrypted reasoning.
     /// A hosted tool's call cannot be sent back then (the service kept nothing to match it
     /// to): the model sees the text it wrote from it, not the call.
     ///
@@ -194,6 +199,9 @@ impl OpenAiResponsesBuilder {
         path: impl Into<String>,
         vendor: Vendor<'static>,
     ) -> Result<OpenAiResponses> {
+        let reasons = crate::models::info("", &self.model, Supports::new())
+            .supports
+            .reasoning;
         Ok(OpenAiResponses {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
@@ -202,6 +210,7 @@ impl OpenAiResponsesBuilder {
             defaults: self.defaults,
             store: self.store,
             native_output: self.native_output,
+            reasons,
         })
     }
 }

@@ -32,8 +32,9 @@ impl OpenAiResponses {
             .count();
         let (system, rest) = request.messages.split_at(leading);
         let mut include = Vec::new();
-        if !self.store {
-            // Without it a reasoning model's chain cannot be sent back: nothing is stored.
+        // Without it a reasoning model's chain cannot be sent back when nothing is stored;
+        // a model that does not reason refuses it.
+        if !self.store && (self.reasons || settings.reasoning.is_some()) {
             include.push("reasoning.encrypted_content");
         }
         for tool in hosted {
