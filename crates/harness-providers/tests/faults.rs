@@ -1702,6 +1702,33 @@ fn responses_failure_probes(probes: &mut Probes) {
             assert_eq!(got.end.unwrap().content(), "Hello");
         },
     );
+
+    probes.add(
+        "openai-responses stream: items sent empty at the end → the deltas are the text",
+        1,
+        move |_| async move {
+            let empty = json!({"type": "message", "id": "msg_1", "role": "assistant",
+                "content": []});
+            let done = vendor.event(&json!({"type": "response.output_item.done",
+                "output_index": 0, "item": empty}));
+            let completed = vendor.event(&json!({"type": "response.completed", "response": {
+                "id": "resp_1", "status": "completed", "output": [empty]}}));
+            let body = [
+                vendor.opening(),
+                vendor.delta("Hel"),
+                vendor.delta("lo"),
+                done,
+                completed,
+            ]
+            .concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            assert_eq!(
+                (got.text.as_str(), got.end.unwrap().content()),
+                ("Hello", "Hello")
+            );
+        },
+    );
 }
 
 async fn openai_shared_index() {

@@ -201,13 +201,13 @@ impl<'v> ResponsesAccumulator<'v> {
         self.item_added(index, item);
         let slot = self.slot(index, Kind::of(item.kind.as_deref()));
         slot.whole = true;
+        let mut whole = String::new();
         match slot.kind {
             Kind::Message => {
-                slot.text.clear();
                 slot.citations.clear();
                 for part in &item.content.0 {
                     if let Some(text) = part.text.as_deref().or(part.refusal.as_deref()) {
-                        slot.text.push_str(text);
+                        whole.push_str(text);
                     }
                     if let Some(annotations) = &part.annotations {
                         slot.citations.extend(annotations.iter().cloned());
@@ -215,10 +215,7 @@ impl<'v> ResponsesAccumulator<'v> {
                 }
             }
             Kind::FunctionCall => {
-                item.arguments
-                    .as_deref()
-                    .unwrap_or_default()
-                    .clone_into(&mut slot.text);
+                whole.push_str(item.arguments.as_deref().unwrap_or_default());
             }
             Kind::Reasoning => {
                 // The summary the model shows; a model that shows its reasoning itself
@@ -228,14 +225,22 @@ impl<'v> ResponsesAccumulator<'v> {
                 } else {
                     &item.summary.0
                 };
-                slot.text.clear();
                 for (i, text) in parts.iter().filter_map(|p| p.text.as_deref()).enumerate() {
                     if i > 0 {
-                        slot.text.push_str("\n\n");
+                        whole.push_str("\n\n");
                     }
-                    slot.text.push_str(text);
+                    whole.push_str(text);
                 }
             }
+            Kind::Hosted => {}
+        }
+        // The whole item's text is the text; an item without any (a server that sends it
+        // empty) does not undo the deltas read before it.
+        if !whole.is_empty() {
+            slot.text = whole;
+        }
+        match slot.kind {
+            Kind::Message | Kind::FunctionCall | Kind::Reasoning => {}
             Kind::Hosted => {
                 let call = hosted_call(
                     item.kind.as_deref().unwrap_or("hosted_call"),
