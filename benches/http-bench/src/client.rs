@@ -10,7 +10,7 @@ use harness_core::{
     Agent, AgentEvent, CompletionResponse, Llm as _, LlmEvent, Message, Request, Tool as _,
     ToolSpec,
 };
-use harness_providers::OpenAi;
+use harness_providers::{OpenAi, OpenAiResponses};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -50,18 +50,24 @@ pub(crate) enum Case {
     /// The provider alone, `Llm::stream` read to its turn for the two requests (not in
     /// the default set).
     ModelSse,
+    /// `Run` with an `OpenAiResponses` model: the same run in the Responses API's format.
+    ResponsesRun,
+    /// `Stream` with an `OpenAiResponses` model.
+    ResponsesStream,
 }
 
 impl Case {
     /// Every case, in the order `--case all` takes them: each floor, then the provider alone,
     /// then the agent.
-    pub(crate) const ALL: [Self; 6] = [
+    pub(crate) const ALL: [Self; 8] = [
         Self::FloorJson,
         Self::ModelJson,
         Self::Run,
+        Self::ResponsesRun,
         Self::FloorSse,
         Self::ModelSse,
         Self::Stream,
+        Self::ResponsesStream,
     ];
 
     pub(crate) fn parse(name: &str) -> Result<Self, String> {
@@ -85,6 +91,8 @@ impl Case {
             Self::FloorSse => "floor_sse",
             Self::ModelJson => "model_json",
             Self::ModelSse => "model_sse",
+            Self::ResponsesRun => "responses_run",
+            Self::ResponsesStream => "responses_stream",
         }
     }
 }
@@ -107,6 +115,18 @@ impl Client {
                     .map_err(|e| format!("cannot build the agent: {e}"))?;
                 Self::Agent(agent, case)
             }
+            Case::ResponsesRun | Case::ResponsesStream => {
+                let model = OpenAiResponses::builder(MODEL)
+                    .api_key("sk-bench")
+                    .base_url(format!("{base_url}/v1"))
+                    .build()
+                    .map_err(|e| format!("cannot build the model: {e}"))?;
+                let agent = Agent::builder(model)
+                    .tool(GetWeather)
+                    .build()
+                    .map_err(|e| format!("cannot build the agent: {e}"))?;
+                Self::Agent(agent, case)
+            }
             Case::FloorJson | Case::FloorSse => Self::Floor(Floor::new(base_url)?, case),
             Case::ModelJson | Case::ModelSse => {
                 let specs: Arc<[Arc<ToolSpec>]> = Arc::from([Arc::clone(GetWeather.spec())]);
@@ -118,7 +138,7 @@ impl Client {
     /// One two-step run, checked: the tool was called and the answer is the mock's.
     pub(crate) async fn run_once(&self) -> Result<(), String> {
         let answer = match self {
-            Self::Agent(agent, Case::Run) => {
+            Self::Agent(agent, Case::Run | Case::ResponsesRun) => {
                 let state = agent.run(PROMPT).await.map_err(|e| e.to_string())?;
                 state.output_text().to_owned()
             }

@@ -18,8 +18,9 @@
 //!   once> <wall ms>`, the peak being the rise of VmHWM (`/proc/self/status`) over its value
 //!   before the runs (after a few warm-up runs).
 //!
-//! Cases: `run`, `stream` (through `Agent::stream`), `floor_json`, `floor_sse` (the
-//! default set), and for locating a gap, `model_json` and `model_sse`: the `OpenAi` provider
+//! Cases: `run`, `stream` (through `Agent::stream`), `floor_json`, `floor_sse`,
+//! `responses_run` and `responses_stream` (the same run with an `OpenAiResponses` model
+//! against the mock's Responses API) (the default set), and for locating a gap, `model_json` and `model_sse`: the `OpenAi` provider
 //! alone, without the agent (`--case all` takes all six in turn). Every client runs on a
 //! current-thread tokio runtime.
 

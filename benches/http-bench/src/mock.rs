@@ -8,6 +8,12 @@
 //! a usage chunk with `choices: []`, then `data: [DONE]`). The four responses are built once
 //! at start, headers included, and each is sent with one write.
 //!
+//! `POST /v1/responses` answers the same run in the OpenAI Responses API's format: a
+//! `function_call` item first, the answer's `message` item once the request carries a
+//! `function_call_output`; streamed as the API streams (`response.created`, the item's
+//! `added`, its deltas and `done` events, `response.completed` with the whole response,
+//! each event named by an `event:` line).
+//!
 //! `GET /stats` answers `{"requests": n, "max_in_flight": m}`: how many completions were
 //! served and the most held at once (with `--delay-ms`, how many runs really overlapped).
 
@@ -35,12 +41,13 @@ const ANSWER_PIECES: [&str; 17] = [
     " breeze", " from", " the", " west", ".",
 ];
 
-/// The four complete HTTP responses.
+/// The complete HTTP responses: Chat Completions', then the Responses API's.
 struct Replies {
     json_tool: Vec<u8>,
     json_answer: Vec<u8>,
     sse_tool: Vec<u8>,
     sse_answer: Vec<u8>,
+    responses: responses::Replies,
 }
 
 #[derive(Default)]
@@ -136,12 +143,17 @@ async fn connection(
             &stats_reply
         } else {
             let body = &buffer[head_end..head_end + length];
-            let answer = memmem::find(body, b"\"tool_call_id\"").is_some();
-            match (streamed(body), answer) {
-                (false, false) => &replies.json_tool,
-                (false, true) => &replies.json_answer,
-                (true, false) => &replies.sse_tool,
-                (true, true) => &replies.sse_answer,
+            if buffer.starts_with(b"POST /v1/responses") {
+                let answer = memmem::find(body, b"\"function_call_output\"").is_some();
+                replies.responses.get(streamed(body), answer)
+            } else {
+                let answer = memmem::find(body, b"\"tool_call_id\"").is_some();
+                match (streamed(body), answer) {
+                    (false, false) => &replies.json_tool,
+                    (false, true) => &replies.json_answer,
+                    (true, false) => &replies.sse_tool,
+                    (true, true) => &replies.sse_answer,
+                }
             }
         };
         stats.requests.fetch_add(1, Ordering::Relaxed);
@@ -332,6 +344,209 @@ fn replies() -> Replies {
         json_answer,
         sse_tool: sse_response(&tool_events),
         sse_answer: sse_response(&answer_events),
+        responses: responses::replies(),
+    }
+}
+
+/// The same run in the Responses API's format, shaped as the API answers (the response
+/// echoing the request's settings and tools on each of its lifecycle events).
+mod responses {
+    use serde_json::{Value, json};
+
+    use super::{ANSWER_PIECES, ARGUMENT_FRAGMENTS, response};
+    use crate::{ANSWER, CALL_ID};
+
+    const RESPONSE_ID: &str = "resp_0e5d4a1c9f1b2c3d0068fabd81970881a0a1195f2cab45bd04";
+    const SERVED_MODEL: &str = "gpt-4o-mini-2024-07-18";
+    const CALL_ITEM: &str = "fc_0e5d4a1c9f1b2c3d0068fabd88db5c81a08e56f163bbc6088b";
+    const MESSAGE_ITEM: &str = "msg_0e5d4a1c9f1b2c3d0068fabd97008081a0ad1b2362bcb153c9";
+
+    pub(super) struct Replies {
+        json_tool: Vec<u8>,
+        json_answer: Vec<u8>,
+        sse_tool: Vec<u8>,
+        sse_answer: Vec<u8>,
+    }
+
+    impl Replies {
+        pub(super) fn get(&self, streamed: bool, answer: bool) -> &[u8] {
+            match (streamed, answer) {
+                (false, false) => &self.json_tool,
+                (false, true) => &self.json_answer,
+                (true, false) => &self.sse_tool,
+                (true, true) => &self.sse_answer,
+            }
+        }
+    }
+
+    /// A response object: `output` so far, `status`, and usage once completed.
+    fn response_object(status: &str, output: &[Value], usage: Option<(u64, u64)>) -> Value {
+        json!({
+            "id": RESPONSE_ID,
+            "object": "response",
+            "created_at": 1_782_955_817,
+            "status": status,
+            "background": false,
+            "error": null,
+            "incomplete_details": null,
+            "instructions": null,
+            "max_output_tokens": null,
+            "max_tool_calls": null,
+            "model": SERVED_MODEL,
+            "output": output,
+            "parallel_tool_calls": true,
+            "previous_response_id": null,
+            "prompt_cache_key": null,
+            "reasoning": {"effort": null, "summary": null},
+            "safety_identifier": null,
+            "service_tier": "default",
+            "store": false,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": [{"type": "function", "name": "get_weather",
+                "description": "Get the current weather in a city.",
+                "parameters": crate::tool_schemas()[0]["function"]["parameters"],
+                "strict": false}],
+            "top_logprobs": 0,
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": usage.map(|(input, output)| json!({
+                "input_tokens": input,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": output,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": input + output
+            })),
+            "user": null,
+            "metadata": {}
+        })
+    }
+
+    fn call_item(arguments: &str, status: &str) -> Value {
+        json!({"id": CALL_ITEM, "type": "function_call", "status": status,
+            "arguments": arguments, "call_id": CALL_ID, "name": "get_weather"})
+    }
+
+    fn message_item(text: Option<&str>, status: &str) -> Value {
+        let content = match text {
+            Some(text) => json!([{"type": "output_text", "annotations": [], "logprobs": [],
+                "text": text}]),
+            None => json!([]),
+        };
+        json!({"id": MESSAGE_ITEM, "type": "message", "status": status,
+            "content": content, "role": "assistant"})
+    }
+
+    /// An SSE response as the API sends one: chunked, one HTTP chunk per event, each event
+    /// named by its type; no `[DONE]`.
+    fn sse(events: &[Value]) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n\
+            transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n"
+            .to_vec();
+        for (n, event) in events.iter().enumerate() {
+            let mut event = event.clone();
+            event["sequence_number"] = json!(n);
+            let kind = event["type"].as_str().unwrap_or_default().to_owned();
+            let event = format!("event: {kind}\ndata: {event}\n\n");
+            out.extend_from_slice(format!("{:x}\r\n", event.len()).as_bytes());
+            out.extend_from_slice(event.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    fn lifecycle(kind: &str, response: Value) -> Value {
+        json!({"type": kind, "response": response})
+    }
+
+    pub(super) fn replies() -> Replies {
+        let arguments = ARGUMENT_FRAGMENTS.concat();
+        let call = call_item(&arguments, "completed");
+        let message = message_item(Some(ANSWER), "completed");
+        let json_tool = response(
+            "application/json",
+            response_object("completed", std::slice::from_ref(&call), Some((52, 15)))
+                .to_string()
+                .as_bytes(),
+        );
+        let json_answer = response(
+            "application/json",
+            response_object("completed", std::slice::from_ref(&message), Some((84, 17)))
+                .to_string()
+                .as_bytes(),
+        );
+
+        let mut tool = vec![
+            lifecycle(
+                "response.created",
+                response_object("in_progress", &[], None),
+            ),
+            lifecycle(
+                "response.in_progress",
+                response_object("in_progress", &[], None),
+            ),
+            json!({"type": "response.output_item.added", "output_index": 0,
+                "item": call_item("", "in_progress")}),
+        ];
+        for fragment in ARGUMENT_FRAGMENTS {
+            tool.push(json!({"type": "response.function_call_arguments.delta",
+                "item_id": CALL_ITEM, "output_index": 0, "delta": fragment,
+                "obfuscation": "qfQVOwfh62"}));
+        }
+        tool.extend([
+            json!({"type": "response.function_call_arguments.done", "item_id": CALL_ITEM,
+                "output_index": 0, "arguments": arguments}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
+            lifecycle(
+                "response.completed",
+                response_object("completed", std::slice::from_ref(&call), Some((52, 15))),
+            ),
+        ]);
+
+        let part = |text: &str| {
+            json!({"type": "output_text", "annotations": [], "logprobs": [],
+            "text": text})
+        };
+        let mut answer = vec![
+            lifecycle(
+                "response.created",
+                response_object("in_progress", &[], None),
+            ),
+            lifecycle(
+                "response.in_progress",
+                response_object("in_progress", &[], None),
+            ),
+            json!({"type": "response.output_item.added", "output_index": 0,
+                "item": message_item(None, "in_progress")}),
+            json!({"type": "response.content_part.added", "item_id": MESSAGE_ITEM,
+                "output_index": 0, "content_index": 0, "part": part("")}),
+        ];
+        for piece in ANSWER_PIECES {
+            answer.push(
+                json!({"type": "response.output_text.delta", "item_id": MESSAGE_ITEM,
+                "output_index": 0, "content_index": 0, "delta": piece, "logprobs": [],
+                "obfuscation": "qfQVOwfh62"}),
+            );
+        }
+        answer.extend([
+            json!({"type": "response.output_text.done", "item_id": MESSAGE_ITEM,
+                "output_index": 0, "content_index": 0, "text": ANSWER, "logprobs": []}),
+            json!({"type": "response.content_part.done", "item_id": MESSAGE_ITEM,
+                "output_index": 0, "content_index": 0, "part": part(ANSWER)}),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": message}),
+            lifecycle(
+                "response.completed",
+                response_object("completed", std::slice::from_ref(&message), Some((84, 17))),
+            ),
+        ]);
+        Replies {
+            json_tool,
+            json_answer,
+            sse_tool: sse(&tool),
+            sse_answer: sse(&answer),
+        }
     }
 }
 

@@ -26,6 +26,13 @@ pub mod cost {
     #![doc = include_str!("../guide/cost.md")]
 }
 
+/// OpenAI's Responses API: reasoning carried across turns, storage, structured output,
+/// hosted tools and their calls.
+#[cfg(feature = "providers")]
+pub mod openai_responses {
+    #![doc = include_str!("../guide/openai-responses.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

@@ -95,6 +95,8 @@ pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
+pub use harness_providers::OpenAiResponses;
+#[cfg(feature = "providers")]
 pub use harness_providers::{
     Anthropic, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
     Ollama, OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
@@ -178,6 +180,8 @@ pub mod providers {
     /// methods are `async fn` in object-safe traits.
     pub use harness_core::async_trait;
     pub use harness_core::content::{media_type_for, merge_blocks, parse_blocks, text_of};
+    /// Tools the vendor runs on its own side, and what their calls leave in a turn.
+    pub use harness_core::hosted;
     pub use harness_core::{
         Block, BoxStream, CompletionResponse, Content, Document, FinishReason, Image, ImageSource,
         Llm, LlmEvent, ModelInfo, ModelSettings, OutputSchema, OwnedRequest, ReasoningLevel,
@@ -185,6 +189,9 @@ pub mod providers {
         replay,
     };
     pub use harness_core::{CacheRetention, CacheTtl, Cost, Prices, PromptCache, TokenCount, Usd};
+    pub use harness_core::{HostedCall, HostedTool};
+    #[cfg(feature = "providers")]
+    pub use harness_providers::OpenAiResponsesBuilder;
     #[cfg(feature = "providers")]
     pub use harness_providers::{
         AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,

@@ -11,12 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::hosted::HostedCall;
 
 /// One piece of a message's content.
 ///
 /// Serialises as `{"type": "text", "text": ...}`, `{"type": "image", ...}`,
-/// `{"type": "document", ...}` or `{"type": "thinking", ...}`; optional keys appear only when
-/// set.
+/// `{"type": "document", ...}`, `{"type": "thinking", ...}` or `{"type": "hosted_call", ...}`;
+/// optional keys appear only when set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Block {
@@ -28,6 +29,10 @@ pub enum Block {
     Document(Document),
     /// The model's reasoning, kept apart from its answer.
     Thinking(Thinking),
+    /// A call of a tool the vendor ran itself ([`HostedTool`](crate::hosted::HostedTool)), with
+    /// its result.
+    #[serde(rename = "hosted_call")]
+    HostedCall(Box<HostedCall>),
 }
 
 impl Block {
@@ -69,6 +74,12 @@ impl From<Thinking> for Block {
     }
 }
 
+impl From<HostedCall> for Block {
+    fn from(value: HostedCall) -> Self {
+        Self::HostedCall(Box::new(value))
+    }
+}
+
 /// Plain text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Text {
@@ -99,6 +110,12 @@ impl Text {
 /// a transcript can move between vendors (a fallback model, a resumed run). Reasoning with
 /// no `provider` is sent wherever it fits. `provider` says where the reasoning came from, not
 /// what it is: two reasonings with the same text, signature and redacted data are equal.
+///
+/// `id` is the vendor's own handle for the reasoning, where it has one: the OpenAI Responses
+/// API's reasoning item id (`rs_...`), sent back with the item. There the summary the model
+/// shows is the `text`, and the full reasoning, which the service encrypts for a request it
+/// does not store, is `redacted`. Like `provider`, `id` says where the reasoning came from and
+/// is left out of equality.
 #[derive(Debug, Clone, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Thinking {
@@ -114,6 +131,10 @@ pub struct Thinking {
     /// a provider read it from an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// The vendor's id for the reasoning (an OpenAI Responses reasoning item's `rs_...`), when
+    /// it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
 }
 
 impl PartialEq for Thinking {
@@ -132,6 +153,7 @@ impl Thinking {
             signature: None,
             redacted: None,
             provider: None,
+            id: None,
         }
     }
 
@@ -142,6 +164,7 @@ impl Thinking {
             signature: Some(signature.into()),
             redacted: None,
             provider: None,
+            id: None,
         }
     }
 
@@ -152,6 +175,7 @@ impl Thinking {
             signature: None,
             redacted: Some(data.into()),
             provider: None,
+            id: None,
         }
     }
 
@@ -159,6 +183,13 @@ impl Thinking {
     #[must_use]
     pub fn from_provider(mut self, provider: impl Into<String>) -> Self {
         self.provider = Some(provider.into());
+        self
+    }
+
+    /// The same reasoning, with the vendor's id for it.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
         self
     }
 
@@ -443,9 +474,13 @@ pub fn parse_blocks(content: &Value) -> Result<Vec<Block>> {
 
 fn parse_block(value: &Value) -> Result<Block> {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
-    if !matches!(kind, "text" | "image" | "document" | "thinking") {
+    if !matches!(
+        kind,
+        "text" | "image" | "document" | "thinking" | "hosted_call"
+    ) {
         return Err(Error::configuration(format!(
-            "unknown content block type: '{kind}'; expected text, image, document or thinking"
+            "unknown content block type: '{kind}'; expected text, image, document, thinking or \
+             hosted_call"
         )));
     }
     Block::deserialize(value)
@@ -453,7 +488,7 @@ fn parse_block(value: &Value) -> Result<Block> {
 }
 
 /// Joins runs of adjacent text blocks, and of adjacent thinking blocks with equal signatures,
-/// into one block each.
+/// provider and id, into one block each.
 pub fn merge_blocks(blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
     let mut merged: Vec<Block> = Vec::new();
     for block in blocks {
@@ -463,6 +498,7 @@ pub fn merge_blocks(blocks: impl IntoIterator<Item = Block>) -> Vec<Block> {
             (Some(Block::Thinking(last)), Block::Thinking(next))
                 if last.signature == next.signature
                     && last.provider == next.provider
+                    && last.id == next.id
                     && last.redacted.is_none()
                     && next.redacted.is_none() =>
             {
@@ -552,7 +588,10 @@ mod tests {
         let err = parse_blocks(&json!([{"type": "video"}])).err();
         assert_eq!(
             err.map(|e| e.to_string()).as_deref(),
-            Some("unknown content block type: 'video'; expected text, image, document or thinking")
+            Some(
+                "unknown content block type: 'video'; expected text, image, document, thinking \
+                 or hosted_call"
+            )
         );
     }
 
@@ -610,6 +649,38 @@ mod tests {
         );
         let back: Block = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, block);
+    }
+
+    #[test]
+    fn reasoning_ids_round_trip_keep_items_apart_and_stay_out_of_equality() {
+        let first = Thinking::new("a")
+            .from_provider("openai-responses")
+            .with_id("rs_1");
+        let second = Thinking::new("b")
+            .from_provider("openai-responses")
+            .with_id("rs_2");
+        let merged = merge_blocks(vec![first.clone().into(), second.clone().into()]);
+        assert_eq!(merged.len(), 2, "two reasoning items stay two blocks");
+        assert_eq!(first, Thinking::new("a"));
+        let json = serde_json::to_value(Block::from(first.clone())).unwrap_or_default();
+        assert_eq!(
+            json,
+            json!({"type": "thinking", "text": "a", "provider": "openai-responses", "id": "rs_1"})
+        );
+        let back = parse_blocks(&json).unwrap_or_default();
+        assert!(matches!(&back[..], [Block::Thinking(t)] if t.id.as_deref() == Some("rs_1")));
+    }
+
+    #[test]
+    fn hosted_calls_serialise_as_hosted_call_blocks() {
+        let call = HostedCall::new("web_search_call", "ws_1");
+        let json = serde_json::to_value(Block::from(call.clone())).unwrap_or_default();
+        assert_eq!(
+            json,
+            json!({"type": "hosted_call", "id": "ws_1", "kind": "web_search_call", "raw": null})
+        );
+        assert_eq!(parse_blocks(&json).ok(), Some(vec![Block::from(call)]));
+        assert_eq!(text_of(&parse_blocks(&json).unwrap_or_default()), "");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //!
 //! - [`Message`], [`Content`] and the content blocks ([`Block`], [`Image`], [`Document`],
 //!   [`Thinking`]): a transcript in the neutral `{"role", "content", ...}` form.
+//! - [`HostedTool`] and the [`hosted`] module: tools the vendor runs itself (web search, file
+//!   search, a code sandbox, remote MCP), and [`HostedCall`], what their calls leave in a turn.
 //! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
 //!   [`ReasoningLevel`]: what a model hands back.
 //! - [`Llm`]: the one trait a model implements (`generate`, `stream`, `info`,
@@ -61,6 +63,7 @@ mod channel;
 pub mod content;
 mod cost;
 mod error;
+pub mod hosted;
 mod llm;
 mod message;
 mod request;
@@ -81,6 +84,7 @@ pub use error::{
     Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
     ToolError, ToolErrorKind,
 };
+pub use hosted::{HostedCall, HostedTool};
 pub use llm::{BoxStream, Llm, LlmEvent, ModelInfo, Supports, TokenCount, replay};
 pub use message::{Content, Message, Role, ToolCall};
 pub use request::{

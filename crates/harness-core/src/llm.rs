@@ -9,6 +9,7 @@ use crate::agent::estimate_tokens;
 use crate::content::Block;
 use crate::cost::Prices;
 use crate::error::Result;
+use crate::hosted::HostedCall;
 use crate::request::{OwnedRequest, Request};
 use crate::response::CompletionResponse;
 
@@ -24,6 +25,9 @@ pub enum LlmEvent {
     TextDelta(String),
     /// A piece of the model's reasoning.
     ThinkingDelta(String),
+    /// A call of a tool the vendor ran itself, with its result, once it is complete; the same
+    /// call is also a [`Block::HostedCall`] of the completed turn.
+    HostedCall(Box<HostedCall>),
     /// The whole turn, tool calls reassembled however the vendor fragmented them. Always
     /// last. Boxed so that the deltas, which are most of a stream, move as small values.
     Completed(Box<CompletionResponse>),
@@ -279,8 +283,8 @@ pub trait Llm: Send + Sync + 'static {
     /// polled after the request's buffers are gone.
     ///
     /// The default copies the request and replays one [`generate`](Llm::generate) result:
-    /// a [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block, in
-    /// order, then `Completed` (a turn of tool calls alone is just `Completed`). A model that
+    /// a [`LlmEvent::ThinkingDelta`] or [`LlmEvent::TextDelta`] per non-empty block and a
+    /// [`LlmEvent::HostedCall`] per hosted call, in order, then `Completed` (a turn of tool calls alone is just `Completed`). A model that
     /// can stream implements it.
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         let request = OwnedRequest::from(request);
@@ -320,6 +324,7 @@ pub fn replay(result: Result<CompletionResponse>) -> Vec<Result<LlmEvent>> {
                     Block::Thinking(t) if !t.text.is_empty() => {
                         Some(Ok(LlmEvent::ThinkingDelta(t.text.clone())))
                     }
+                    Block::HostedCall(call) => Some(Ok(LlmEvent::HostedCall(call.clone()))),
                     _ => None,
                 })
                 .collect();

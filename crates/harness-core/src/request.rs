@@ -9,6 +9,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
+use crate::hosted::HostedTool;
 use crate::message::Message;
 use crate::response::ReasoningLevel;
 use crate::tool::ToolSpec;
@@ -65,6 +66,11 @@ pub struct ModelSettings {
     /// How the request uses the vendor's prompt cache; each provider sends what its vendor
     /// has of it ([`PromptCache`]).
     pub prompt_cache: Option<PromptCache>,
+    /// Tools the vendor runs on its own side (a web search, a code sandbox, a remote MCP
+    /// server): sent by a provider that can offer them, refused with a
+    /// [`Configuration`](crate::ErrorKind::Configuration) error by any other. The narrower
+    /// settings' list, when not empty, replaces the broader one's, as `stop` does.
+    pub hosted_tools: Vec<HostedTool>,
     /// Fields for the vendor's request body that the library does not type (a seed, a
     /// service tier, a vendor's own switch), merged into the body last as a JSON merge patch
     /// (RFC 7396): an object merges key by key into the object the library built, any other
@@ -138,6 +144,20 @@ impl ModelSettings {
         self
     }
 
+    /// Adds a tool the vendor runs on its own side ([`hosted_tools`](ModelSettings::hosted_tools)).
+    ///
+    /// ```
+    /// use harness_core::ModelSettings;
+    /// use harness_core::hosted::WebSearch;
+    ///
+    /// let settings = ModelSettings::new().with_hosted_tool(WebSearch::new());
+    /// assert_eq!(settings.hosted_tools[0].kind(), "web_search");
+    /// ```
+    pub fn with_hosted_tool(mut self, tool: impl Into<HostedTool>) -> Self {
+        self.hosted_tools.push(tool.into());
+        self
+    }
+
     /// Adds `value` under `key` to the vendor fields merged into the request body
     /// ([`extra`](ModelSettings::extra)).
     ///
@@ -184,6 +204,11 @@ impl ModelSettings {
                 .prompt_cache
                 .clone()
                 .or_else(|| broader.prompt_cache.clone()),
+            hosted_tools: if self.hosted_tools.is_empty() {
+                broader.hosted_tools.clone()
+            } else {
+                self.hosted_tools.clone()
+            },
             extra,
         }
     }

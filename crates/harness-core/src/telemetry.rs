@@ -20,6 +20,8 @@ use crate::response::CompletionResponse;
 pub(crate) fn provider_name(id: &str) -> &str {
     match id {
         "gemini" | "google" => "gcp.gemini",
+        // One service, two of its APIs.
+        "openai-responses" => "openai",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
         // The conventions' name is this library's id.

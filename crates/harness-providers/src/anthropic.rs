@@ -204,6 +204,7 @@ impl AnthropicBuilder {
 #[async_trait::async_trait]
 impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        crate::wire::refuse_hosted(NAME, request.settings, &self.defaults)?;
         let body = self.body(&request, false);
         let answer = self
             .client
@@ -213,6 +214,9 @@ impl Llm for Anthropic {
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        if let Err(e) = crate::wire::refuse_hosted(NAME, request.settings, &self.defaults) {
+            return crate::wire::failed_stream(e);
+        }
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),
@@ -652,7 +656,9 @@ fn blocks(content: &Content) -> impl Iterator<Item = BlockWire<'_>> {
                 thinking: text,
                 signature,
             },
-            Block::Thinking(_) => return None,
+            // Unsigned thinking, and another vendor's hosted calls: Anthropic has no place for
+            // them.
+            Block::Thinking(_) | Block::HostedCall(_) => return None,
             Block::Image(image) => BlockWire::Image {
                 source: image_source(image),
             },

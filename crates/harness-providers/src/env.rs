@@ -8,7 +8,7 @@ use harness_core::{Error, Llm, Result};
 
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, Cohere, Gemini};
+use crate::{Anthropic, Cohere, Gemini, OpenAiResponses};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -67,8 +67,8 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 }
 
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
-/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `cohere:command-a-03-2025`,
-/// `groq:...`, `together:...`,
+/// `openai-responses:gpt-5` (the Responses API), `anthropic:claude-3-5-haiku-latest`,
+/// `gemini:gemini-2.5-flash`, `cohere:command-a-03-2025`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
 ///
@@ -89,12 +89,13 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
         "cohere" => Ok(Arc::new(Cohere::new(model)?)),
+        "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
             )),
             None => {
-                let known: Vec<&str> = ["anthropic", "gemini", "cohere"]
+                let known: Vec<&str> = ["anthropic", "gemini", "cohere", "openai-responses"]
                     .into_iter()
                     .chain(SERVICES.iter().map(|service| service.id))
                     .collect();
@@ -249,6 +250,8 @@ mod tests {
         );
         let model = model_from_spec("groq:llama-3.3-70b-versatile").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("groq:llama-3.3-70b-versatile"));
+        let model = model_from_spec("openai-responses:gpt-5").map(|m| m.info().name());
+        assert_eq!(model.ok().as_deref(), Some("openai-responses:gpt-5"));
         let model = model_from_spec("llamacpp:smollm2").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("llamacpp:smollm2"));
         let cohere = model_from_spec("cohere:command-a-03-2025")

@@ -107,10 +107,11 @@ impl Gemini {
         Ok(serde_json::to_value(rest::with_extra(&body, &body.extra)).unwrap_or_default())
     }
 
-    /// The request body, borrowed from the request; an image Gemini cannot take is refused
-    /// here, before anything is written.
+    /// The request body, borrowed from the request; an image Gemini cannot take, and a hosted
+    /// tool, are refused here, before anything is written.
     fn body<'a>(&'a self, request: &Request<'a>) -> Result<Body<'a>> {
         check_media(request.messages)?;
+        crate::wire::refuse_hosted(NAME, request.settings, &self.defaults)?;
         let settings = Settings::merge(request.settings, &self.defaults);
         let tools = !request.tools.is_empty();
         let config = GenerationConfig::new(&settings, request.output);
@@ -568,7 +569,7 @@ fn signature_of(content: &Content) -> Option<&str> {
 }
 
 /// The parts of content: non-empty text, and images and documents inline (an image by URL
-/// was refused before; thinking is not sent).
+/// was refused before; thinking and hosted calls are not sent).
 fn parts(content: &Content) -> impl Iterator<Item = Part<'_>> {
     let (text, blocks) = match content {
         Content::Text(text) => (Some(text.as_str()).filter(|t| !t.is_empty()), &[][..]),
@@ -586,7 +587,7 @@ fn parts(content: &Content) -> impl Iterator<Item = Part<'_>> {
                 media_type: &doc.media_type,
                 data: &doc.data,
             }),
-            Block::Text(_) | Block::Thinking(_) => None,
+            Block::Text(_) | Block::Thinking(_) | Block::HostedCall(_) => None,
         }))
 }
 

@@ -4,6 +4,8 @@
 //! - [`OpenAi`]: the Chat Completions API, and through it the gateways [`Groq`],
 //!   [`Together`], [`DeepSeek`], [`Mistral`], [`Xai`], [`OpenRouter`], [`Fireworks`],
 //!   [`Cerebras`] and the local servers [`Ollama`], [`Vllm`], [`LmStudio`], [`LlamaCpp`].
+//! - [`OpenAiResponses`]: OpenAI's Responses API: reasoning carried across turns, hosted
+//!   tools (web search, file search, code interpreter, remote MCP).
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
 //! - [`Cohere`]: the v2 Chat API, tool plans, thinking.
@@ -30,6 +32,7 @@ mod models;
 mod openai;
 mod presets;
 mod prices;
+mod responses;
 pub mod rest;
 mod services;
 mod tokenizer;
@@ -45,6 +48,7 @@ pub use presets::{
     Cerebras, DeepSeek, Fireworks, Groq, LlamaCpp, LmStudio, Mistral, Ollama, OpenRouter, Together,
     Vllm, Xai,
 };
+pub use responses::{OpenAiResponses, OpenAiResponsesBuilder};
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 

@@ -36,12 +36,15 @@ pub enum Format {
     Gemini,
     /// Cohere's v2 chat.
     Cohere,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
 }
 
 const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
 const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
 const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
 const COHERE: Vendor<'static> = Vendor::new("cohere", "Cohere");
+const RESPONSES: Vendor<'static> = Vendor::new("openai-responses", "OpenAI");
 
 /// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
@@ -79,6 +82,12 @@ pub fn decode_stream(
             chunk,
             emit,
         ),
+        Format::OpenAiResponses => rest::decode(
+            crate::responses::ResponsesAccumulator::new(RESPONSES),
+            body,
+            chunk,
+            emit,
+        ),
     }
 }
 
@@ -96,5 +105,8 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
         Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
             .answer("/models/recorded:generateContent", &bytes),
         Format::Cohere => crate::cohere::ChatAccumulator::new(COHERE).answer(&bytes),
+        Format::OpenAiResponses => {
+            crate::responses::ResponsesAccumulator::new(RESPONSES).answer("/responses", &bytes)
+        }
     }
 }

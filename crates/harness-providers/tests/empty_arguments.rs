@@ -13,11 +13,12 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 4] = [
+const VENDORS: [Vendor; 5] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Cohere,
+    Vendor::Responses,
 ];
 
 /// How a call's arguments are sent.
@@ -80,13 +81,14 @@ impl Vendor {
             Self::Anthropic => Format::Anthropic,
             Self::Gemini => Format::Gemini,
             Self::Cohere => Format::Cohere,
+            Self::Responses => Format::OpenAiResponses,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Cohere => format!(
+            Self::Anthropic | Self::Cohere | Self::Responses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -127,7 +129,20 @@ impl Vendor {
                     "finish_reason": "TOOL_CALL",
                     "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}})
             }
+            Self::Responses => json!({"id": "resp_1", "object": "response",
+                "status": "completed", "output": [Self::responses_call(args.value())],
+                "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
         }
+    }
+
+    /// A Responses `function_call` item of `now`, its arguments as given.
+    fn responses_call(arguments: Option<Value>) -> Value {
+        with(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "now",
+                "status": "completed"}),
+            "arguments",
+            arguments,
+        )
     }
 
     /// A streamed turn with one call of `now`, its arguments as the vendor streams them:
@@ -209,6 +224,26 @@ impl Vendor {
                 ]);
                 events
             }
+            Self::Responses => {
+                let mut events = vec![
+                    json!({"type": "response.created", "response": {"id": "resp_1",
+                        "status": "in_progress", "output": []}}),
+                    json!({"type": "response.output_item.added", "output_index": 0,
+                        "item": Self::responses_call(Some(json!("")))}),
+                ];
+                for piece in args.pieces() {
+                    events.push(json!({"type": "response.function_call_arguments.delta",
+                        "output_index": 0, "item_id": "fc_1", "delta": piece}));
+                }
+                let whole = Self::responses_call(args.value());
+                events.extend([
+                    json!({"type": "response.output_item.done", "output_index": 0,
+                        "item": whole.clone()}),
+                    json!({"type": "response.completed", "response": {"id": "resp_1",
+                        "status": "completed", "output": [whole]}}),
+                ]);
+                events
+            }
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if matches!(self, Self::OpenAi | Self::Cohere) {
@@ -247,6 +282,9 @@ impl Vendor {
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
             Self::Cohere => json!({"id": "c-2", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE"}),
+            Self::Responses => json!({"id": "resp_2", "object": "response",
+                "status": "completed", "output": [{"type": "message", "id": "msg_1",
+                "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
         }
     }
 
@@ -282,6 +320,11 @@ impl Vendor {
                     "content": {"text": text}}}}),
                 json!({"type": "content-end", "index": 0}),
                 json!({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}),
+            ],
+            Self::Responses => vec![
+                json!({"type": "response.output_text.delta", "output_index": 0,
+                    "item_id": "msg_1", "delta": text}),
+                json!({"type": "response.completed", "response": self.text_answer(text)}),
             ],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();

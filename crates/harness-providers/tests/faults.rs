@@ -1,7 +1,8 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! Anthropic Messages; Gemini; Cohere's v2 chat), streamed and not, and through an `Agent`.
+//! the OpenAI Responses API; Anthropic Messages; Gemini; Cohere's v2 chat), streamed and not,
+//! and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -27,7 +28,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Cohere, Gemini, OpenAi, RetryPolicy};
+use harness_providers::{Anthropic, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -246,13 +247,15 @@ enum Vendor {
     Anthropic,
     Gemini,
     Cohere,
+    Responses,
 }
 
-const VENDORS: [Vendor; 4] = [
+const VENDORS: [Vendor; 5] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Cohere,
+    Vendor::Responses,
 ];
 
 /// The error type of the errors the suite's Cohere sends.
@@ -321,6 +324,7 @@ impl Vendor {
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
             Self::Cohere => "cohere",
+            Self::Responses => "openai-responses",
         }
     }
 
@@ -330,6 +334,7 @@ impl Vendor {
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
             Self::Cohere => configure!(Cohere::builder("m"), url, knobs),
+            Self::Responses => configure!(OpenAiResponses::builder("m"), url, knobs),
         }
     }
 
@@ -346,7 +351,7 @@ impl Vendor {
     fn event(self, data: &Value) -> Vec<u8> {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Cohere => format!(
+            Self::Anthropic | Self::Cohere | Self::Responses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -381,6 +386,17 @@ impl Vendor {
                     "delta": {"message": {"content": {"type": "text", "text": ""}}}})),
             ]
             .concat(),
+            Self::Responses => [
+                self.event(&json!({"type": "response.created", "sequence_number": 0,
+                    "response": {"id": "resp_1", "object": "response", "status": "in_progress",
+                    "model": "m", "output": [], "usage": null}})),
+                self.event(
+                    &json!({"type": "response.output_item.added", "output_index": 0,
+                    "item": {"type": "message", "id": "msg_1", "status": "in_progress",
+                    "role": "assistant", "content": []}}),
+                ),
+            ]
+            .concat(),
         }
     }
 
@@ -397,6 +413,8 @@ impl Vendor {
             ]}),
             Self::Cohere => json!({"type": "content-delta", "index": 0,
                 "delta": {"message": {"content": {"text": text}}}}),
+            Self::Responses => json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "delta": text}),
         })
     }
 
@@ -428,6 +446,11 @@ impl Vendor {
                 self.cohere_end("COMPLETE"),
             ]
             .concat(),
+            // The end mark alone: its `output` left out, the deltas are the text.
+            Self::Responses => self.event(&json!({"type": "response.completed",
+                "response": {"id": "resp_1", "object": "response", "status": "completed",
+                "model": "m", "usage": {"input_tokens": 12, "output_tokens": 7,
+                "total_tokens": 19}}})),
         }
     }
 
@@ -463,13 +486,14 @@ impl Vendor {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
             Self::Cohere => json!({"message": VENDOR_MESSAGE, "error_type": COHERE_ERROR_TYPE}),
+            Self::Responses => json!({"code": "server_error", "message": VENDOR_MESSAGE}),
         }
     }
 
     /// The error type [`Vendor::error_object`] names.
     fn error_type(self) -> &'static str {
         match self {
-            Self::OpenAi => "server_error",
+            Self::OpenAi | Self::Responses => "server_error",
             Self::Anthropic => "overloaded_error",
             Self::Gemini => "UNAVAILABLE",
             Self::Cohere => COHERE_ERROR_TYPE,
@@ -484,6 +508,9 @@ impl Vendor {
             Self::Cohere => self.event(&json!({"type": "message-end", "delta": {
                 "finish_reason": "ERROR", "usage": {}, "error": VENDOR_MESSAGE,
                 "error_type": COHERE_ERROR_TYPE}})),
+            // The API's `error` event: its code and message at the top level.
+            Self::Responses => self.event(&json!({"type": "error", "code": "server_error",
+                "message": VENDOR_MESSAGE, "param": null, "sequence_number": 3})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
     }
@@ -493,6 +520,9 @@ impl Vendor {
         match self {
             Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
             Self::Cohere => self.error_object(),
+            // A response that failed.
+            Self::Responses => json!({"id": "resp_1", "object": "response", "status": "failed",
+                "error": self.error_object(), "output": []}),
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -512,6 +542,11 @@ impl Vendor {
             Self::Cohere => json!({"id": "c-1", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE",
                 "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}}),
+            Self::Responses => json!({"id": "resp_1", "object": "response",
+                "status": "completed", "model": "m", "error": null, "output": [{"type": "message",
+                "id": "msg_1", "status": "completed", "role": "assistant", "content": [
+                {"type": "output_text", "text": text, "annotations": []}]}],
+                "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}),
         };
         if !finished {
             match self {
@@ -525,6 +560,9 @@ impl Vendor {
                         .as_object_mut()
                         .unwrap()
                         .remove("finishReason");
+                }
+                Self::Responses => {
+                    answer.as_object_mut().unwrap().remove("status");
                 }
             }
         }
@@ -572,6 +610,16 @@ impl Vendor {
                     "type": "function", "function": {"name": "note", "arguments": text}}]},
                     "finish_reason": "TOOL_CALL",
                     "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}})
+            }
+            (Self::Responses, _) => {
+                let text = match args {
+                    Args::Object(value) => value.to_string(),
+                    Args::Broken(text) => text.to_owned(),
+                };
+                json!({"id": "resp_1", "object": "response", "status": "completed",
+                    "output": [{"type": "function_call", "id": "fc_1", "call_id": id,
+                    "name": "note", "arguments": text, "status": "completed"}],
+                    "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}})
             }
         }
     }
@@ -650,6 +698,30 @@ impl Vendor {
                 ]
                 .concat()
             }
+            Self::Responses => {
+                let item = |arguments: &str, status: &str| {
+                    json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": "note",
+                        "arguments": arguments, "status": status})
+                };
+                let piece = |delta: &str| {
+                    self.event(&json!({"type": "response.function_call_arguments.delta",
+                        "item_id": "fc_1", "output_index": 0, "delta": delta}))
+                };
+                [
+                    self.event(&json!({"type": "response.created", "response": {
+                        "id": "resp_1", "status": "in_progress", "output": []}})),
+                    self.event(&json!({"type": "response.output_item.added",
+                        "output_index": 0, "item": item("", "in_progress")})),
+                    piece(head),
+                    piece(tail),
+                    self.event(&json!({"type": "response.output_item.done",
+                        "output_index": 0, "item": item(&text, "completed")})),
+                    self.event(&json!({"type": "response.completed", "response": {
+                        "id": "resp_1", "status": "completed", "output": [item(&text, "completed")],
+                        "usage": {"input_tokens": 12, "output_tokens": 9, "total_tokens": 21}}})),
+                ]
+                .concat()
+            }
         }
     }
 }
@@ -677,6 +749,7 @@ async fn stream_of(model: &Arc<dyn Llm>) -> Streamed {
                 deltas += 1;
             }
             Ok(LlmEvent::ThinkingDelta(_)) => deltas += 1,
+            Ok(LlmEvent::HostedCall(_)) => {}
             Ok(LlmEvent::Completed(response)) => end = Some(Ok(*response)),
             Ok(other) => panic!("an event this test does not know: {other:?}"),
             Err(e) => end = Some(Err(e)),
@@ -796,7 +869,7 @@ fn separator(vendor: Vendor) -> &'static [u8] {
 /// `message_stop`, Gemini's finishing chunk).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
-        Vendor::OpenAi | Vendor::Gemini => whole.len() - vendor.ending().len(),
+        Vendor::OpenAi | Vendor::Gemini | Vendor::Responses => whole.len() - vendor.ending().len(),
         Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
         Vendor::Cohere => whole.len() - vendor.cohere_end("COMPLETE").len(),
     };
@@ -1556,6 +1629,7 @@ async fn absurd_retry_after(vendor: Vendor, retry_after: &'static str, streamed:
 }
 
 fn tool_call_probes(probes: &mut Probes) {
+    responses_end_probes(probes);
     probes.add("openai stream: one index, two ids → two calls", 1, |_| {
         openai_shared_index()
     });
@@ -1581,6 +1655,159 @@ fn tool_call_probes(probes: &mut Probes) {
             let response = got.end.unwrap();
             assert_eq!(response.content(), "half");
             assert_eq!(response.finish_reason(), FinishReason::Other);
+        },
+    );
+}
+
+/// How a Responses turn ends (hand-made bodies around the API's terminal events).
+fn responses_end_probes(probes: &mut Probes) {
+    let vendor = Vendor::Responses;
+    let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
+        vendor.event(
+            &json!({"type": kind, "response": {"id": "resp_1", "status": status,
+            "incomplete_details": reason.map(|r| json!({"reason": r})),
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}),
+        )
+    };
+    for (reason, finish) in [
+        ("max_output_tokens", FinishReason::Length),
+        ("content_filter", FinishReason::Filtered),
+    ] {
+        probes.add(
+            format!(
+                "openai-responses stream: response.incomplete ({reason}) → {finish:?}, text kept"
+            ),
+            1,
+            move |_| async move {
+                let body = [
+                    vendor.opening(),
+                    vendor.delta("Hel"),
+                    terminal("response.incomplete", "incomplete", Some(reason)),
+                ]
+                .concat();
+                let server = FaultServer::always(sse(body)).await;
+                let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+                let response = got.end.unwrap();
+                assert_eq!(response.content(), "Hel");
+                assert_eq!(response.finish_reason(), finish);
+            },
+        );
+        probes.add(
+            format!("openai-responses answer: status incomplete ({reason}) → {finish:?}"),
+            1,
+            move |_| async move {
+                let mut answer = vendor.text_answer("Hel", true);
+                answer["status"] = json!("incomplete");
+                answer["incomplete_details"] = json!({"reason": reason});
+                let server = FaultServer::always(json_body(&answer)).await;
+                let (result, _) = generate_of(&*vendor.model(&server.url, Knobs::default())).await;
+                let response = result.unwrap();
+                assert_eq!(response.content(), "Hel");
+                assert_eq!(response.finish_reason(), finish);
+            },
+        );
+    }
+
+    responses_failure_probes(probes);
+}
+
+/// A Responses turn that fails, is cut at the output limit, or gives its items only at the
+/// end (hand-made bodies around the API's terminal events).
+fn responses_failure_probes(probes: &mut Probes) {
+    let vendor = Vendor::Responses;
+    probes.add(
+        "openai-responses stream: response.failed → Vendor, its code and message",
+        1,
+        move |_| async move {
+            let failure = vendor.event(&json!({"type": "response.failed", "response": {
+                "id": "resp_1", "status": "failed", "error": vendor.error_object()}}));
+            let body = [vendor.opening(), vendor.delta("Hel"), failure].concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            let err = failed(&got.end, ProviderErrorKind::Vendor, vendor);
+            assert_eq!(err.message(), VENDOR_MESSAGE);
+            assert_eq!(err.error_type(), Some("server_error"));
+            assert_eq!(got.text, "Hel");
+        },
+    );
+
+    let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
+        vendor.event(
+            &json!({"type": kind, "response": {"id": "resp_1", "status": status,
+            "incomplete_details": reason.map(|r| json!({"reason": r})),
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}),
+        )
+    };
+    probes.add(
+        "openai-responses stream: a call cut at the output limit → raw_arguments, not run",
+        1,
+        move |_| async move {
+            let whole = vendor.tool_stream("call_1", Args::Broken(r#"{"text": "a"#));
+            // Up to the call's deltas; then the turn ends at the limit, no item done.
+            let at = whole
+                .windows(b"response.output_item.done".len())
+                .position(|w| w == b"response.output_item.done")
+                .unwrap();
+            let start = at - "event: ".len();
+            let body = [
+                whole[..start].to_vec(),
+                terminal(
+                    "response.incomplete",
+                    "incomplete",
+                    Some("max_output_tokens"),
+                ),
+            ]
+            .concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            let response = got.end.unwrap();
+            assert_eq!(response.finish_reason(), FinishReason::Length);
+            let call = &response.tool_calls()[0];
+            assert_eq!(call.id.as_deref(), Some("call_1"));
+            assert!(call.arguments.is_empty(), "{call:?}");
+            assert_eq!(call.raw_arguments.as_deref(), Some(r#"{"text": "a"#));
+        },
+    );
+
+    probes.add(
+        "openai-responses stream: no output_item.done, the items in response.completed → whole",
+        1,
+        move |_| async move {
+            let item = json!({"type": "message", "id": "msg_1", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Hello", "annotations": []}]});
+            let completed = vendor.event(&json!({"type": "response.completed", "response": {
+                "id": "resp_1", "status": "completed", "output": [item]}}));
+            let body = [vendor.opening(), completed].concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            assert_eq!(got.end.unwrap().content(), "Hello");
+        },
+    );
+
+    probes.add(
+        "openai-responses stream: items sent empty at the end → the deltas are the text",
+        1,
+        move |_| async move {
+            let empty = json!({"type": "message", "id": "msg_1", "role": "assistant",
+                "content": []});
+            let done = vendor.event(&json!({"type": "response.output_item.done",
+                "output_index": 0, "item": empty}));
+            let completed = vendor.event(&json!({"type": "response.completed", "response": {
+                "id": "resp_1", "status": "completed", "output": [empty]}}));
+            let body = [
+                vendor.opening(),
+                vendor.delta("Hel"),
+                vendor.delta("lo"),
+                done,
+                completed,
+            ]
+            .concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            assert_eq!(
+                (got.text.as_str(), got.end.unwrap().content()),
+                ("Hello", "Hello")
+            );
         },
     );
 }
@@ -1690,6 +1917,11 @@ fn recordings() -> Vec<Recording> {
         ("anthropic", Vendor::Anthropic, Format::Anthropic),
         ("gemini", Vendor::Gemini, Format::Gemini),
         ("cohere", Vendor::Cohere, Format::Cohere),
+        (
+            "openai-responses",
+            Vendor::Responses,
+            Format::OpenAiResponses,
+        ),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
@@ -2007,6 +2239,13 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             result.contains(&format!("You sent:\n{broken}\n")),
             "{result}"
         );
+        if vendor == Vendor::Responses {
+            let input = &server.requests()[1].body["input"];
+            assert_eq!(input[1]["type"], "function_call");
+            assert_eq!(input[1]["arguments"], json!("{}"));
+            let told = input[2]["output"].as_str().unwrap();
+            assert!(told.contains(&broken), "{told}");
+        }
         if vendor == Vendor::OpenAi {
             let second = &server.requests()[1].body;
             assert_eq!(

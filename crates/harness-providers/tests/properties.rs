@@ -379,6 +379,7 @@ fn decoded(
     let result = decode_stream(format, body, chunk, |event| match event {
         LlmEvent::TextDelta(t) => text.push_str(&t),
         LlmEvent::ThinkingDelta(t) => thinking.push_str(&t),
+        LlmEvent::HostedCall(_) => {}
         other => panic!("not a delta: {other:?}"),
     });
     (result, text, thinking)
@@ -599,6 +600,11 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     );
     stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
     stream_odd_counts("cohere stream: odd counts", Format::Cohere, &["cohere"]);
+    stream_odd_counts(
+        "openai-responses stream: odd counts",
+        Format::OpenAiResponses,
+        &["openai-responses"],
+    );
 }
 
 #[test]
@@ -616,6 +622,24 @@ fn anthropic_stream_mutations_never_panic() {
         "anthropic stream: mutations",
         Format::Anthropic,
         &["anthropic"],
+    );
+}
+
+#[test]
+fn responses_stream_mutations_never_panic() {
+    stream_mutations(
+        "openai-responses stream: mutations",
+        Format::OpenAiResponses,
+        &["openai-responses"],
+    );
+}
+
+#[test]
+fn responses_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
+    stream_cuts(
+        "openai-responses stream: cuts",
+        Format::OpenAiResponses,
+        &["openai-responses"],
     );
 }
 
@@ -799,9 +823,12 @@ fn parser_mutations(target: &str, format: Format, dirs: &[&str]) {
                 let provider = err
                     .provider()
                     .unwrap_or_else(|| panic!("not a provider error: {err:?}"));
-                assert_eq!(
-                    provider.kind(),
-                    ProviderErrorKind::Malformed,
+                // A Responses answer carries its own `error` and `status`: a mutation can
+                // make it a failed response, which is the vendor's error.
+                let vendor = format == Format::OpenAiResponses
+                    && provider.kind() == ProviderErrorKind::Vendor;
+                assert!(
+                    provider.kind() == ProviderErrorKind::Malformed || vendor,
                     "{provider:?}"
                 );
             }
@@ -857,6 +884,11 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     );
     parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
     parser_odd_counts("cohere parser: odd counts", Format::Cohere, &["cohere"]);
+    parser_odd_counts(
+        "openai-responses parser: odd counts",
+        Format::OpenAiResponses,
+        &["openai-responses"],
+    );
 }
 
 #[test]
@@ -874,6 +906,15 @@ fn anthropic_parser_mutations_never_panic() {
         "anthropic parser: mutations",
         Format::Anthropic,
         &["anthropic"],
+    );
+}
+
+#[test]
+fn responses_parser_mutations_never_panic() {
+    parser_mutations(
+        "openai-responses parser: mutations",
+        Format::OpenAiResponses,
+        &["openai-responses"],
     );
 }
 

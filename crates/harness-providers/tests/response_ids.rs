@@ -17,6 +17,7 @@ impl Vendor {
             "anthropic" => Self::Anthropic,
             "gemini" => Self::Gemini,
             "cohere" => Self::Cohere,
+            "openai-responses" => Self::Responses,
             _ => Self::OpenAi,
         }
     }
@@ -29,7 +30,14 @@ impl Vendor {
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
+            // A stream's lifecycle events carry the response.
+            Self::Responses if value.get("response").is_some() => (
+                text(&value["response"]["id"]),
+                text(&value["response"]["model"]),
+            ),
+            Self::OpenAi | Self::Anthropic | Self::Responses => {
+                (text(&value["id"]), text(&value["model"]))
+            }
             Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
             // Cohere names no model in its answers.
             Self::Cohere => (text(&value["id"]), None),
@@ -59,7 +67,13 @@ fn check(path: &str, response: &CompletionResponse, expected: &(Option<String>, 
 #[tokio::test]
 async fn every_recorded_answer_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+    for dir in [
+        "openai",
+        "llamacpp",
+        "anthropic",
+        "gemini",
+        "openai-responses",
+    ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".json") {
             let server = Server::always(Reply::json(200, fixture(&path))).await;
@@ -72,13 +86,19 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 11);
+    assert_eq!(checked, 22);
 }
 
 #[tokio::test]
 async fn every_recorded_stream_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
+    for dir in [
+        "openai",
+        "llamacpp",
+        "anthropic",
+        "gemini",
+        "openai-responses",
+    ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".sse") {
             // The ids of the first event that names a model.
@@ -97,7 +117,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 16);
 }
 
 #[tokio::test]

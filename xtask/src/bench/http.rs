@@ -1,7 +1,8 @@
 //! `cargo xtask bench http [--runs N] [--python-runs N] [--tasks N] [--delay-ms N] [--cpu N]
 //! [--load N]`: a two-step agent run (a tool call, then the answer) over loopback HTTP,
-//! through `Agent::run` and `Agent::stream`, beside bare reqwest sending the same two
-//! requests (the floor) and the Python original, all against one OpenAI-compatible mock in a
+//! through `Agent::run` and `Agent::stream` (with Chat Completions, and again with the OpenAI
+//! Responses API, held to it), beside bare reqwest sending the same two requests (the floor)
+//! and the Python original, all against one OpenAI-compatible mock in a
 //! process of its own: one run at a time, then the Rust clients again with `--load` runs in
 //! flight at once (16 by default), as a busy server has; then 10,000 concurrent runs of each
 //! Rust client, each in a fresh process, for their peak memory. The benchmark is
@@ -13,8 +14,16 @@ use std::process::{Child, Command, Stdio};
 
 const PYTHON_BENCH: &str = "benches/http-bench/http_python.py";
 
-/// The Rust clients measured, each floor before the library path held to it.
-const RUST_CASES: [&str; 4] = ["floor_json", "run", "floor_sse", "stream"];
+/// The Rust clients measured, each floor before the library path held to it; then the same
+/// runs through the Responses API, held to the Chat Completions ones.
+const RUST_CASES: [&str; 6] = [
+    "floor_json",
+    "run",
+    "floor_sse",
+    "stream",
+    "responses_run",
+    "responses_stream",
+];
 
 struct Options {
     runs: usize,
@@ -277,6 +286,8 @@ fn label(case: &str) -> &'static str {
         "run" => "deepharness Agent::run",
         "floor_sse" => "bare reqwest, streamed (floor)",
         "stream" => "deepharness Agent::stream",
+        "responses_run" => "Agent::run, Responses API",
+        "responses_stream" => "Agent::stream, Responses API",
         "arun" => "Python original, Agent.arun",
         "astream_events" => "Python original, Agent.astream_events",
         _ => "?",
@@ -307,6 +318,9 @@ fn print_cpu_table(title: &str, cpu: &[(&str, PerRun)]) {
 fn floor_of(case: &str) -> &'static str {
     match case {
         "run" | "floor_json" => "floor_json",
+        // Held to the same run through Chat Completions.
+        "responses_run" => "run",
+        "responses_stream" => "stream",
         // The original's arun streams the model too.
         _ => "floor_sse",
     }
@@ -321,6 +335,16 @@ fn print_tables(
     print_cpu_table("two-step run (tool call, answer)", cpu);
     print_cpu_table(&format!("the same, {load} runs in flight"), loaded);
     let find = |case: &str| cpu.iter().find(|(c, _)| *c == case).map(|(_, f)| f);
+    for (responses, chat) in [("responses_run", "run"), ("responses_stream", "stream")] {
+        if let (Some(r), Some(c)) = (find(responses), find(chat)) {
+            println!(
+                "CPU per run, {} / {}: {:.2}x",
+                label(responses),
+                label(chat),
+                r.cpu_us / c.cpu_us
+            );
+        }
+    }
     for (python, rust) in [("arun", "run"), ("astream_events", "stream")] {
         if let (Some(p), Some(r)) = (find(python), find(rust)) {
             println!(

@@ -8,7 +8,7 @@ use super::state::AgentState;
 /// One thing a run did, as [`Agent::stream`](crate::Agent::stream) reports it.
 ///
 /// Order: for each model call `StepStarted`, then the model's `TextDelta`/`ThinkingDelta` as
-/// they arrive; for a round of tool calls, every `ToolStarted` in call order and then every
+/// they arrive, and a `HostedCall` for each call of a hosted tool as it completes; for a round of tool calls, every `ToolStarted` in call order and then every
 /// `ToolFinished` in call order (a journaled run runs its tools one at a time, so there each
 /// pair surrounds its own call); `Finished` once, last. Denied, refused, unrun and
 /// question-raising calls report no events.
@@ -24,6 +24,10 @@ pub enum AgentEvent {
     TextDelta(String),
     /// A piece of the model's reasoning, kept apart from the answer.
     ThinkingDelta(String),
+    /// The vendor ran one of its hosted tools ([`HostedTool`](crate::HostedTool)) for the
+    /// model: the call and its result, as the turn's
+    /// [`Block::HostedCall`](crate::Block::HostedCall) will hold them.
+    HostedCall(Box<crate::HostedCall>),
     /// A tool is about to run with the arguments the model sent.
     ToolStarted {
         /// The tool's name.

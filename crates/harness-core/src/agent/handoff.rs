@@ -131,6 +131,9 @@ impl<F: Future<Output = ()>> Stream for WatchedRun<F> {
                     Some(Ok(LlmEvent::ThinkingDelta(text))) => {
                         return Poll::Ready(Some(Ok(AgentEvent::ThinkingDelta(text))));
                     }
+                    Some(Ok(LlmEvent::HostedCall(call))) => {
+                        return Poll::Ready(Some(Ok(AgentEvent::HostedCall(call))));
+                    }
                     Some(Ok(LlmEvent::Completed(turn))) => Back::Turn(Ok(turn)),
                     Some(Err(error)) => Back::Turn(Err(error)),
                     None => Back::Nothing,

@@ -425,6 +425,9 @@ impl AgentInner {
                     LlmEvent::ThinkingDelta(text) => {
                         events.emit(|| AgentEvent::ThinkingDelta(text));
                     }
+                    LlmEvent::HostedCall(call) => {
+                        events.emit(|| AgentEvent::HostedCall(call));
+                    }
                     LlmEvent::Completed(response) => return Ok(*response),
                 }
             }

@@ -24,7 +24,9 @@ use request::{Body, Messages, ResponseFormat, ThinkingWire, Tools};
 
 const PATH: &str = "/chat";
 /// Who answers, as errors say it.
-const VENDOR: Vendor<'static> = Vendor::new(ID, "Cohere");
+const VENDOR: Vendor<'static> = Vendor::new(ID, NAME);
+/// The service's name, as errors say it.
+const NAME: &str = "Cohere";
 /// The provider id errors and telemetry report.
 const ID: &str = "cohere";
 /// The [`Thinking::provider`](harness_core::Thinking::provider) of reasoning read from, and sent back to, Cohere.
@@ -192,6 +194,7 @@ impl CohereBuilder {
 #[async_trait::async_trait]
 impl Llm for Cohere {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        crate::wire::refuse_hosted(NAME, request.settings, &self.defaults)?;
         let body = self.body(&request, false);
         match self
             .client
@@ -204,6 +207,9 @@ impl Llm for Cohere {
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        if let Err(e) = crate::wire::refuse_hosted(NAME, request.settings, &self.defaults) {
+            return crate::wire::failed_stream(e);
+        }
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),

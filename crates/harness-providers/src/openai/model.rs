@@ -194,6 +194,7 @@ pub(crate) fn env_nonempty(var: &str) -> Option<String> {
 #[async_trait::async_trait]
 impl Llm for OpenAi {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
+        crate::wire::refuse_hosted(self.name, request.settings, &self.defaults)?;
         let body = self.body(&request, false);
         let answer = match self
             .client
@@ -207,6 +208,9 @@ impl Llm for OpenAi {
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
+        if let Err(e) = crate::wire::refuse_hosted(self.name, request.settings, &self.defaults) {
+            return crate::wire::failed_stream(e);
+        }
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),

@@ -216,13 +216,16 @@ impl Serialize for Messages<'_> {
     }
 }
 
-/// Whether content holds more than text and thinking: then it is sent as parts.
+/// Whether content holds more than text, thinking and hosted calls: then it is sent as parts.
 fn has_media(content: &Content) -> bool {
     match content {
         Content::Text(_) => false,
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .any(|b| !matches!(b, Block::Text(_) | Block::Thinking(_))),
+        Content::Blocks(blocks) => blocks.iter().any(|b| {
+            !matches!(
+                b,
+                Block::Text(_) | Block::Thinking(_) | Block::HostedCall(_)
+            )
+        }),
     }
 }
 
@@ -309,7 +312,7 @@ struct File<'a> {
 }
 
 impl<'a> Part<'a> {
-    /// The part for a block; thinking is not sent.
+    /// The part for a block; thinking and hosted calls are not sent.
     fn of(block: &'a Block) -> Option<Self> {
         match block {
             Block::Text(t) => Some(Self::Text { text: &t.text }),
@@ -324,7 +327,7 @@ impl<'a> Part<'a> {
                     file_data: DocumentUrl(doc),
                 },
             }),
-            Block::Thinking(_) => None,
+            Block::Thinking(_) | Block::HostedCall(_) => None,
         }
     }
 }

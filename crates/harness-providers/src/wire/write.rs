@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use harness_core::{
-    Block, Content, Document, ImageSource, Message, ModelSettings, PromptCache, ReasoningLevel,
-    Role, ToolChoice,
+    Block, Content, Document, HostedTool, ImageSource, Message, ModelSettings, PromptCache,
+    ReasoningLevel, Role, ToolChoice,
 };
 use serde_json::{Map, Value};
 
@@ -25,6 +25,8 @@ pub(crate) struct Settings<'a> {
     /// How the request uses the vendor's prompt cache: the narrow side's whole, else the
     /// broad side's.
     pub(crate) prompt_cache: Option<&'a PromptCache>,
+    /// Tools the vendor runs itself; only the Responses API sends them.
+    pub(crate) hosted_tools: &'a [HostedTool],
     /// The vendor fields of both, the narrow side's winning per key.
     pub(crate) extra: Cow<'a, Map<String, Value>>,
 }
@@ -44,6 +46,11 @@ impl<'a> Settings<'a> {
             parallel_tool_calls: narrow.parallel_tool_calls.or(broad.parallel_tool_calls),
             reasoning: narrow.reasoning.or(broad.reasoning),
             prompt_cache: narrow.prompt_cache.as_ref().or(broad.prompt_cache.as_ref()),
+            hosted_tools: if narrow.hosted_tools.is_empty() {
+                &broad.hosted_tools
+            } else {
+                &narrow.hosted_tools
+            },
             extra: if broad.extra.is_empty() {
                 Cow::Borrowed(&narrow.extra)
             } else if narrow.extra.is_empty() {
@@ -248,5 +255,60 @@ where
             f.write_str(piece)?;
         }
         Ok(())
+    }
+}
+
+/// Refuses a request that carries hosted tools ([`ModelSettings::hosted_tools`], the
+/// request's or the provider's defaults) for a vendor (`name`) that cannot offer them: a
+/// request that silently ran without the tool its caller asked for would be a wrong answer,
+/// not a degraded one.
+pub(crate) fn refuse_hosted(
+    name: &str,
+    request: &ModelSettings,
+    defaults: &ModelSettings,
+) -> harness_core::Result<()> {
+    let hosted = if request.hosted_tools.is_empty() {
+        &defaults.hosted_tools
+    } else {
+        &request.hosted_tools
+    };
+    match hosted.first() {
+        None => Ok(()),
+        Some(tool) => Err(harness_core::Error::configuration(format!(
+            "{name} cannot offer the hosted tool '{}': hosted tools run on the vendor's side, \
+             and only the OpenAI Responses API (OpenAiResponses) offers them; remove it from \
+             the settings or use that provider",
+            tool.kind()
+        ))),
+    }
+}
+
+/// The error a stream that cannot start is: one item.
+pub(crate) fn failed_stream(
+    error: harness_core::Error,
+) -> harness_core::BoxStream<'static, harness_core::Result<harness_core::LlmEvent>> {
+    Box::pin(futures_util::stream::once(std::future::ready(Err(error))))
+}
+
+/// Whether every object of `schema` lists all its properties as required and allows no
+/// others: what OpenAI's strict mode accepts, so a tool may be sent `strict: true`.
+pub(crate) fn strict_schema(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                let required = map.get("required").and_then(Value::as_array);
+                let listed = |key: &String| {
+                    required.is_some_and(|r| r.iter().any(|v| v.as_str() == Some(key)))
+                };
+                if !properties.keys().all(listed)
+                    || map.get("additionalProperties") != Some(&Value::Bool(false))
+                {
+                    return false;
+                }
+            }
+            map.values().all(strict_schema)
+        }
+        Value::Array(items) => items.iter().all(strict_schema),
+        _ => true,
     }
 }

@@ -304,6 +304,8 @@ pub enum Vendor {
     Anthropic,
     Gemini,
     Cohere,
+    /// The OpenAI Responses API.
+    Responses,
 }
 
 impl Vendor {
@@ -333,6 +335,13 @@ impl Vendor {
             ),
             Self::Cohere => Arc::new(
                 harness_providers::Cohere::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
+            Self::Responses => Arc::new(
+                harness_providers::OpenAiResponses::builder("m")
                     .api_key("k")
                     .base_url(url)
                     .build()
