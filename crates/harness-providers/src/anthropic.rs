@@ -51,6 +51,20 @@ pub struct Anthropic {
     model: String,
     defaults: ModelSettings,
     cache_prompt: bool,
+    /// Who answers and where: Anthropic's own API, or a cloud serving Claude.
+    route: Route,
+}
+
+/// Where a Messages request goes and how it names its model and version.
+#[derive(Debug, Clone)]
+struct Route {
+    vendor: Vendor<'static>,
+    /// The path of a whole answer, and of a stream.
+    generate_path: String,
+    stream_path: String,
+    /// `anthropic_version` in the body, in place of `model` (the model is in the path), as
+    /// a cloud's endpoint takes it; `None` for Anthropic's own API (the version a header).
+    body_version: Option<&'static str>,
 }
 
 /// The output limit Anthropic requires when the settings name none.
@@ -101,8 +115,8 @@ impl Anthropic {
         &self.defaults
     }
 
-    /// The request body this model would send, as JSON, without sending it: `model`,
-    /// `max_tokens`, `messages` and only what is set. (What is sent is written straight from
+    /// The request body this model would send, as JSON, without sending it: `model` (on a
+    /// cloud, `anthropic_version` instead), `max_tokens`, `messages` and only what is set. (What is sent is written straight from
     /// the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
         let body = self.body(request, stream);
@@ -123,8 +137,10 @@ impl Anthropic {
             }
         });
         let tools = !request.tools.is_empty();
+        let version = self.route.body_version;
         Body {
-            model: &self.model,
+            model: version.is_none().then_some(self.model.as_str()),
+            anthropic_version: version,
             max_tokens,
             temperature: settings.temperature,
             top_p: settings.top_p,
@@ -190,7 +206,40 @@ impl AnthropicBuilder {
             model: self.model,
             defaults: self.defaults,
             cache_prompt: self.cache_prompt,
+            route: Route {
+                vendor: VENDOR,
+                generate_path: PATH.to_owned(),
+                stream_path: PATH.to_owned(),
+                body_version: None,
+            },
         })
+    }
+}
+
+impl Anthropic {
+    /// A Claude model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): a whole answer posted to `generate_path`, a stream
+    /// to `stream_path`, the body naming `version` as `anthropic_version` instead of the
+    /// model; `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        (generate_path, stream_path): (String, String),
+        version: &'static str,
+    ) -> Self {
+        Self {
+            client,
+            model,
+            defaults: ModelSettings::default(),
+            cache_prompt: false,
+            route: Route {
+                vendor,
+                generate_path,
+                stream_path,
+                body_version: Some(version),
+            },
+        }
     }
 }
 
@@ -198,26 +247,27 @@ impl AnthropicBuilder {
 impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         let body = self.body(&request, false);
+        let path = &self.route.generate_path;
         let answer = self
             .client
-            .post(PATH, &rest::with_extra(&body, &body.extra))
+            .post(path, &rest::with_extra(&body, &body.extra))
             .await?;
-        MessagesAccumulator::new(VENDOR).answer(&answer)
+        MessagesAccumulator::new(self.route.vendor).answer(path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),
-            PATH,
+            &self.route.stream_path,
             &rest::with_extra(&body, &body.extra),
-            MessagesAccumulator::new(VENDOR),
+            MessagesAccumulator::new(self.route.vendor),
         )
     }
 
     fn info(&self) -> ModelInfo {
         let supports = Supports::new().with_tools(true).with_images(true);
-        crate::models::info("anthropic", &self.model, supports)
+        crate::models::info(self.route.vendor.id, &self.model, supports)
     }
 }
 
@@ -227,7 +277,10 @@ impl Llm for Anthropic {
 /// left out.
 #[derive(Serialize)]
 struct Body<'a> {
-    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'static str>,
     /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
     #[serde(skip)]
     extra: Cow<'a, Map<String, Value>>,
@@ -769,10 +822,10 @@ impl<'v> MessagesAccumulator<'v> {
         }
     }
 
-    /// Reads a non-streamed answer.
-    pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
+    /// Reads a non-streamed answer (the body of `path`).
+    pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor();
-        let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
+        let message: MessageIn<'_> = json::answer(vendor, path, body)?;
         if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
                 vendor,

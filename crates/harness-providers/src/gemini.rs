@@ -41,6 +41,8 @@ pub struct Gemini {
     client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
+    /// Who answers: Google's Gemini API, or a cloud serving Gemini (Vertex AI).
+    vendor: Vendor<'static>,
     /// `/models/{model}:generateContent`, and its streaming twin, made once.
     generate_path: String,
     stream_path: String,
@@ -151,13 +153,35 @@ impl GeminiBuilder {
         if let Some(key) = self.connection.key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
             config.headers.push(("x-goog-api-key".into(), key));
         }
-        Ok(Gemini {
-            client: Arc::new(HttpClient::new(config)?),
-            generate_path: format!("/models/{}:generateContent", self.model),
-            stream_path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
-            model: self.model,
-            defaults: self.defaults,
-        })
+        Ok(Gemini::served(
+            Arc::new(HttpClient::new(config)?),
+            VENDOR,
+            self.model,
+            self.defaults,
+            "/models",
+        ))
+    }
+}
+
+impl Gemini {
+    /// A Gemini model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): its methods are posted to `{models}/{model}:...`, and
+    /// `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        defaults: ModelSettings,
+        models: &str,
+    ) -> Self {
+        Self {
+            client,
+            generate_path: format!("{models}/{model}:generateContent"),
+            stream_path: format!("{models}/{model}:streamGenerateContent?alt=sse"),
+            model,
+            defaults,
+            vendor,
+        }
     }
 }
 
@@ -169,7 +193,7 @@ impl Llm for Gemini {
             .client
             .post(&self.generate_path, &rest::with_extra(&body, &body.extra))
             .await?;
-        ContentAccumulator::new(VENDOR).answer(&self.generate_path, &answer)
+        ContentAccumulator::new(self.vendor).answer(&self.generate_path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
@@ -181,7 +205,7 @@ impl Llm for Gemini {
             Arc::clone(&self.client),
             &self.stream_path,
             &rest::with_extra(&body, &body.extra),
-            ContentAccumulator::new(VENDOR),
+            ContentAccumulator::new(self.vendor),
         )
     }
 
@@ -191,7 +215,7 @@ impl Llm for Gemini {
             .with_tools(true)
             .with_images(true)
             .with_structured_output(true);
-        crate::models::info("gemini", &self.model, supports)
+        crate::models::info(self.vendor.id, &self.model, supports)
     }
 }
 

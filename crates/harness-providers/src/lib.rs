@@ -6,6 +6,9 @@
 //!   [`Cerebras`] and the local servers [`Ollama`], [`Vllm`], [`LmStudio`], [`LlamaCpp`].
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
+//! - [`Vertex`]: Google Vertex AI, a connection handing out [`Gemini`] and [`Anthropic`]
+//!   models of a Google Cloud project, with Application Default Credentials (feature
+//!   `vertex`), a token source or an API key.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -29,6 +32,7 @@ mod openai;
 mod presets;
 pub mod rest;
 mod services;
+mod vertex;
 mod wire;
 mod wrappers;
 
@@ -41,6 +45,7 @@ pub use presets::{
     Vllm, Xai,
 };
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
+pub use vertex::{Vertex, VertexBuilder};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 
 #[cfg(feature = "replay")]
