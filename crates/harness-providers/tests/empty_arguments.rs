@@ -13,7 +13,13 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 5] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::VertexGemini,
+    Vendor::VertexAnthropic,
+];
 
 /// How a call's arguments are sent.
 #[derive(Clone, Copy, Debug)]
@@ -72,19 +78,19 @@ impl Vendor {
     fn format(self) -> Format {
         match self {
             Self::OpenAi => Format::OpenAi,
-            Self::Anthropic => Format::Anthropic,
-            Self::Gemini => Format::Gemini,
+            Self::Anthropic | Self::VertexAnthropic => Format::Anthropic,
+            Self::Gemini | Self::VertexGemini => Format::Gemini,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
+            Self::Anthropic | Self::VertexAnthropic => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
-            Self::Gemini => format!("data: {data}\r\n\r\n"),
+            Self::Gemini | Self::VertexGemini => format!("data: {data}\r\n\r\n"),
         }
     }
 
@@ -99,7 +105,7 @@ impl Vendor {
                             {"id": "call_1", "type": "function", "function": function}]}}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
             }
-            Self::Anthropic => {
+            Self::Anthropic | Self::VertexAnthropic => {
                 let block = with(
                     json!({"type": "tool_use", "id": "toolu_1", "name": "now"}),
                     "input",
@@ -109,7 +115,7 @@ impl Vendor {
                     "content": [block], "stop_reason": "tool_use",
                     "usage": {"input_tokens": 5, "output_tokens": 3}})
             }
-            Self::Gemini => {
+            Self::Gemini | Self::VertexGemini => {
                 let call = with(json!({"name": "now"}), "args", args.value());
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
@@ -141,7 +147,7 @@ impl Vendor {
                     {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
                 events
             }
-            Self::Anthropic => {
+            Self::Anthropic | Self::VertexAnthropic => {
                 let input = match args {
                     Args::Absent => None,
                     Args::Null => Some(Value::Null),
@@ -170,7 +176,7 @@ impl Vendor {
                 ]);
                 events
             }
-            Self::Gemini => vec![self.answer(args)],
+            Self::Gemini | Self::VertexGemini => vec![self.answer(args)],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if self == Self::OpenAi {
@@ -191,7 +197,7 @@ impl Vendor {
 
     fn streams(self, request: &support::Request) -> bool {
         match self {
-            Self::Gemini => request.target.contains("streamGenerateContent"),
+            Self::Gemini | Self::VertexGemini => request.target.contains("streamGenerateContent"),
             _ => request.json()["stream"] == json!(true),
         }
     }
@@ -202,11 +208,15 @@ impl Vendor {
             Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}]}),
-            Self::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"id": "msg_2", "type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 5, "output_tokens": 3}}),
-            Self::Gemini => json!({"candidates": [{"content": {"role": "model",
-                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+                "usage": {"input_tokens": 5, "output_tokens": 3}})
+            }
+            Self::Gemini | Self::VertexGemini => {
+                json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]})
+            }
         }
     }
 
@@ -218,7 +228,7 @@ impl Vendor {
                     "finish_reason": null}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
             ],
-            Self::Anthropic => vec![
+            Self::Anthropic | Self::VertexAnthropic => vec![
                 json!({"type": "message_start", "message": {"id": "msg_2", "type": "message",
                     "role": "assistant", "content": [], "model": "m",
                     "usage": {"input_tokens": 5, "output_tokens": 1}}}),
@@ -231,7 +241,7 @@ impl Vendor {
                     "usage": {"output_tokens": 3}}),
                 json!({"type": "message_stop"}),
             ],
-            Self::Gemini => vec![self.text_answer(text)],
+            Self::Gemini | Self::VertexGemini => vec![self.text_answer(text)],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
         if self == Self::OpenAi {

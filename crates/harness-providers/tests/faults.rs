@@ -1,7 +1,8 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! Anthropic Messages; Gemini), streamed and not, and through an `Agent`.
+//! Anthropic Messages; Gemini; Gemini and Claude on Vertex AI), streamed and not, and through
+//! an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -27,7 +28,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy};
+use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy, Vertex};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -245,9 +246,18 @@ enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    /// Gemini and Claude on Google Vertex AI: the formats above, on Vertex's paths.
+    VertexGemini,
+    VertexAnthropic,
 }
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 5] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::VertexGemini,
+    Vendor::VertexAnthropic,
+];
 
 /// Tool-call arguments as a test sends them: a JSON object, or text that is not one.
 #[derive(Clone, Copy, Debug)]
@@ -289,6 +299,13 @@ fn quick() -> Knobs {
 }
 
 macro_rules! configure {
+    ($builder:expr, $url:expr, $knobs:expr) => {
+        Arc::new(configured!($builder, $url, $knobs))
+    };
+}
+
+/// The connection settings of `knobs` on a provider's (or a cloud's) builder, built.
+macro_rules! configured {
     ($builder:expr, $url:expr, $knobs:expr) => {{
         let knobs: Knobs = $knobs;
         let mut builder = $builder
@@ -301,8 +318,18 @@ macro_rules! configure {
         if let Some(bytes) = knobs.max_bytes {
             builder = builder.max_response_bytes(bytes);
         }
-        Arc::new(builder.build().unwrap())
+        builder.build().unwrap()
     }};
+}
+
+/// A Vertex AI connection to the fault server: a project and a location, a key (any
+/// credentials do; the key needs no token endpoint).
+fn vertex(url: &str, knobs: Knobs) -> Vertex {
+    configured!(
+        Vertex::builder().project("p").location("us-east5"),
+        url,
+        knobs
+    )
 }
 
 impl Vendor {
@@ -311,6 +338,25 @@ impl Vendor {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::VertexGemini | Self::VertexAnthropic => "vertex",
+        }
+    }
+
+    /// The name probes and their markers go by: the id, and for a cloud the model kind.
+    fn name(self) -> &'static str {
+        match self {
+            Self::VertexGemini => "vertex-gemini",
+            Self::VertexAnthropic => "vertex-anthropic",
+            direct => direct.id(),
+        }
+    }
+
+    /// The direct vendor whose wire format this one speaks.
+    fn wire(self) -> Self {
+        match self {
+            Self::VertexGemini => Self::Gemini,
+            Self::VertexAnthropic => Self::Anthropic,
+            direct => direct,
         }
     }
 
@@ -319,13 +365,16 @@ impl Vendor {
             Self::OpenAi => configure!(OpenAi::builder("m"), url, knobs),
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
+            // Served on Vertex's paths: a project and a location, the model in the URL.
+            Self::VertexGemini => Arc::new(vertex(url, knobs).gemini("m").unwrap()),
+            Self::VertexAnthropic => Arc::new(vertex(url, knobs).anthropic("m").unwrap()),
         }
     }
 
     /// Whether a request asked for a stream.
     fn streams(self, seen: &Seen) -> bool {
         match self {
-            Self::Gemini => seen.target.contains("streamGenerateContent"),
+            Self::Gemini | Self::VertexGemini => seen.target.contains("streamGenerateContent"),
             _ => seen.body["stream"] == json!(true),
         }
     }
@@ -335,11 +384,11 @@ impl Vendor {
     fn event(self, data: &Value) -> Vec<u8> {
         match self {
             Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
+            Self::Anthropic | Self::VertexAnthropic => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
-            Self::Gemini => format!("data: {data}\r\n\r\n"),
+            Self::Gemini | Self::VertexGemini => format!("data: {data}\r\n\r\n"),
         }
         .into_bytes()
     }
@@ -350,7 +399,7 @@ impl Vendor {
             Self::OpenAi => self.event(&json!({"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}
             ]})),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "message_start", "message": {
                     "id": "msg_1", "type": "message", "role": "assistant", "content": [],
                     "model": "m", "stop_reason": null,
@@ -359,7 +408,7 @@ impl Vendor {
                     "content_block": {"type": "text", "text": ""}})),
             ]
             .concat(),
-            Self::Gemini => Vec::new(),
+            Self::Gemini | Self::VertexGemini => Vec::new(),
         }
     }
 
@@ -369,9 +418,11 @@ impl Vendor {
             Self::OpenAi => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
-            Self::Anthropic => json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": text}}),
-            Self::Gemini => json!({"candidates": [
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text}})
+            }
+            Self::Gemini | Self::VertexGemini => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
         })
@@ -387,7 +438,7 @@ impl Vendor {
                 b"data: [DONE]\n\n".to_vec(),
             ]
             .concat(),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "content_block_stop", "index": 0})),
                 self.event(&json!({"type": "message_delta",
                     "delta": {"stop_reason": "end_turn", "stop_sequence": null},
@@ -395,7 +446,7 @@ impl Vendor {
                 self.event(&json!({"type": "message_stop"})),
             ]
             .concat(),
-            Self::Gemini => self.event(&json!({"candidates": [
+            Self::Gemini | Self::VertexGemini => self.event(&json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": ""}]},
                  "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
@@ -417,8 +468,10 @@ impl Vendor {
     fn error_object(self) -> Value {
         match self {
             Self::OpenAi => json!({"message": VENDOR_MESSAGE, "type": "server_error"}),
-            Self::Anthropic => json!({"type": "overloaded_error", "message": VENDOR_MESSAGE}),
-            Self::Gemini => {
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "overloaded_error", "message": VENDOR_MESSAGE})
+            }
+            Self::Gemini | Self::VertexGemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
         }
@@ -428,15 +481,17 @@ impl Vendor {
     fn error_type(self) -> &'static str {
         match self {
             Self::OpenAi => "server_error",
-            Self::Anthropic => "overloaded_error",
-            Self::Gemini => "UNAVAILABLE",
+            Self::Anthropic | Self::VertexAnthropic => "overloaded_error",
+            Self::Gemini | Self::VertexGemini => "UNAVAILABLE",
         }
     }
 
     /// The error as the vendor reports it mid-stream.
     fn error_event(self) -> Vec<u8> {
         match self {
-            Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
+            Self::Anthropic | Self::VertexAnthropic => {
+                self.event(&json!({"type": "error", "error": self.error_object()}))
+            }
             _ => self.event(&json!({"error": self.error_object()})),
         }
     }
@@ -444,7 +499,9 @@ impl Vendor {
     /// The error as a 200 body.
     fn error_answer(self) -> Value {
         match self {
-            Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "error", "error": self.error_object()})
+            }
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -456,17 +513,21 @@ impl Vendor {
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
-            Self::Anthropic => json!({"id": "msg_1", "type": "message", "role": "assistant",
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"id": "msg_1", "type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 12, "output_tokens": 7}}),
-            Self::Gemini => json!({"candidates": [{"content": {"role": "model",
-                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+                "usage": {"input_tokens": 12, "output_tokens": 7}})
+            }
+            Self::Gemini | Self::VertexGemini => {
+                json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]})
+            }
         };
         if !finished {
             match self {
                 Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
-                Self::Anthropic => answer["stop_reason"] = Value::Null,
-                Self::Gemini => {
+                Self::Anthropic | Self::VertexAnthropic => answer["stop_reason"] = Value::Null,
+                Self::Gemini | Self::VertexGemini => {
                     answer["candidates"][0]
                         .as_object_mut()
                         .unwrap()
@@ -490,7 +551,7 @@ impl Vendor {
                         "role": "assistant", "content": null, "tool_calls": [{"id": id,
                         "type": "function", "function": {"name": "note", "arguments": text}}]}}]})
             }
-            (Self::Anthropic, _) => {
+            (Self::Anthropic | Self::VertexAnthropic, _) => {
                 let input = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -499,7 +560,7 @@ impl Vendor {
                     "content": [{"type": "tool_use", "id": id, "name": "note", "input": input}],
                     "stop_reason": "tool_use", "usage": {"input_tokens": 12, "output_tokens": 7}})
             }
-            (Self::Gemini, _) => {
+            (Self::Gemini | Self::VertexGemini, _) => {
                 let args = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -535,7 +596,7 @@ impl Vendor {
                 b"data: [DONE]\n\n".to_vec(),
             ]
             .concat(),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "message_start", "message": {"id": "msg_1",
                     "type": "message", "role": "assistant", "content": [], "model": "m",
                     "usage": {"input_tokens": 12, "output_tokens": 1}}})),
@@ -555,7 +616,7 @@ impl Vendor {
                 self.event(&json!({"type": "message_stop"})),
             ]
             .concat(),
-            Self::Gemini => {
+            Self::Gemini | Self::VertexGemini => {
                 let args = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -700,7 +761,7 @@ fn boundaries(body: &[u8], separator: &[u8]) -> Vec<usize> {
 }
 
 fn separator(vendor: Vendor) -> &'static [u8] {
-    if vendor == Vendor::Gemini {
+    if vendor.wire() == Vendor::Gemini {
         b"\r\n\r\n"
     } else {
         b"\n\n"
@@ -711,9 +772,13 @@ fn separator(vendor: Vendor) -> &'static [u8] {
 /// the last one without which the turn is not whole (OpenAI's finish chunk, Anthropic's
 /// `message_stop`, Gemini's finishing chunk).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
-    let end_mark = match vendor {
-        Vendor::OpenAi | Vendor::Gemini => whole.len() - vendor.ending().len(),
-        Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
+    let end_mark = match vendor.wire() {
+        Vendor::OpenAi | Vendor::Gemini | Vendor::VertexGemini => {
+            whole.len() - vendor.ending().len()
+        }
+        Vendor::Anthropic | Vendor::VertexAnthropic => {
+            whole.len() - vendor.event(&json!({"type": "message_stop"})).len()
+        }
     };
     boundaries(whole, separator(vendor))
         .into_iter()
@@ -723,7 +788,7 @@ fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
 
 /// Streams broken off.
 fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: whole (control)"),
@@ -803,7 +868,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams whose body is not what it claims.
 fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: cut mid-event, content-length longer than sent → Transport"),
@@ -873,7 +938,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Invalid UTF-8 in a stream.
 fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: invalid UTF-8 in a string → U+FFFD, answer whole"),
@@ -922,7 +987,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Huge streams.
 fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: 50 MiB of deltas → whole answer, right length"),
@@ -988,7 +1053,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams that take too long.
 fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: endless `: ping` → Timeout (total)"),
@@ -1072,7 +1137,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams whose content says something went wrong.
 fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: vendor error mid-stream → Vendor, deltas kept"),
@@ -1113,7 +1178,7 @@ fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers broken off.
 fn answer_cut_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: whole (control)"),
@@ -1223,7 +1288,7 @@ fn answer_cut_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers whose body is not what it claims, or too slow.
 fn answer_body_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: invalid UTF-8 in a string → Malformed"),
@@ -1271,7 +1336,7 @@ fn answer_body_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers that take too long.
 fn answer_time_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: slow-loris head → Timeout"),
@@ -1318,7 +1383,7 @@ fn answer_time_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers whose content says something went wrong.
 fn answer_content_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: 200 with the vendor's error object → Vendor"),
@@ -1367,7 +1432,7 @@ fn answer_content_probes(probes: &mut Probes, vendor: Vendor) {
 /// and no more, then the retry succeeds. A small `base_delay` tells the capped header
 /// (400 ms) from a header ignored for the backoff (10 ms).
 fn retry_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
     for (label, value) in [
         ("1e30", "1e30"),
         ("a date in 9999", "Fri, 31 Dec 9999 23:59:59 GMT"),
@@ -1599,17 +1664,29 @@ struct Recording {
 
 fn recordings() -> Vec<Recording> {
     let mut all = Vec::new();
-    for (dir, vendor, format) in [
-        ("openai", Vendor::OpenAi, Format::OpenAi),
-        ("llamacpp", Vendor::OpenAi, Format::OpenAi),
-        ("anthropic", Vendor::Anthropic, Format::Anthropic),
-        ("gemini", Vendor::Gemini, Format::Gemini),
+    // `(directory, the start of the files' names, ...)`: Vertex's recordings are of two formats.
+    for (dir, prefix, vendor, format) in [
+        ("openai", "", Vendor::OpenAi, Format::OpenAi),
+        ("llamacpp", "", Vendor::OpenAi, Format::OpenAi),
+        ("anthropic", "", Vendor::Anthropic, Format::Anthropic),
+        ("gemini", "", Vendor::Gemini, Format::Gemini),
+        ("vertex", "gemini_", Vendor::VertexGemini, Format::Gemini),
+        (
+            "vertex",
+            "anthropic_",
+            Vendor::VertexAnthropic,
+            Format::Anthropic,
+        ),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|entry| entry.path())
             .filter(|path| path.extension().is_some_and(|e| e == "sse"))
+            .filter(|path| {
+                path.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
             .collect();
         files.sort();
         for path in files {
@@ -1690,7 +1767,8 @@ async fn recorded_cut(recording: Arc<Recording>, cut: usize) {
 /// then a reset.
 async fn recorded_reset(recording: Arc<Recording>, last_event: usize, n: usize) {
     let body = &recording.body;
-    let cut = rng(n).usize(..last_event);
+    // A recording of one event is reset before any of it.
+    let cut = rng(n).usize(..last_event.max(1));
     let mut steps = sse(body[..cut].to_vec());
     steps.extend([Step::Sleep(Duration::from_millis(100)), Step::Reset]);
     let server = FaultServer::always(steps).await;
@@ -1835,10 +1913,10 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
     let kind = fault.kind(streamed);
     let name = format!(
         "{} agent {mode}: tool turn, then {fault:?} → {kind:?}, transcript kept",
-        vendor.id()
+        vendor.name()
     );
     probes.add(name, 1, move |n| async move {
-        let marker = format!("{}-{mode}-{fault:?}-{n}", vendor.id());
+        let marker = format!("{}-{mode}-{fault:?}-{n}", vendor.name());
         let server = agent_server(vendor, json!({"text": marker}), move |streamed| {
             fault.steps(vendor, streamed)
         })
@@ -1863,7 +1941,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
             ("note", json!({"text": marker}))
         );
         assert_eq!(state.messages[2].text(), format!("noted {marker}"));
-        if vendor != Vendor::Gemini {
+        if vendor.wire() != Vendor::Gemini {
             assert_eq!(calls[0].id.as_deref(), Some("call_1"));
             assert_eq!(state.messages[2].tool_call_id.as_deref(), Some("call_1"));
         }
@@ -1882,10 +1960,10 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
     let mode = if streamed { "stream" } else { "run" };
     let name = format!(
         "{} agent {mode}: broken tool arguments → not run, raw kept, answer",
-        vendor.id()
+        vendor.name()
     );
     probes.add(name, 1, move |n| async move {
-        let marker = format!("{}-{mode}-broken-{n}", vendor.id());
+        let marker = format!("{}-{mode}-broken-{n}", vendor.name());
         let broken = format!(r#"{{"text": "{marker}" oops"#);
         let sent = broken.clone();
         let server = FaultServer::start(move |n, seen| {
@@ -1937,7 +2015,7 @@ fn agent_truncated_probe(probes: &mut Probes, vendor: Vendor) {
     probes.add(
         format!(
             "{} agent run: no finish reason → StopReason::Truncated",
-            vendor.id()
+            vendor.name()
         ),
         1,
         move |_| async move {

@@ -345,11 +345,17 @@ struct Recording {
 fn recordings(format: Format, dirs: &[&str]) -> Vec<Recording> {
     let mut all = Vec::new();
     for dir in dirs {
+        // `dir/prefix`: the files of `dir` whose names start with `prefix`.
+        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
             .collect();
         paths.sort();
         for path in paths {
@@ -595,9 +601,13 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "anthropic stream: odd counts",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
-    stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
+    stream_odd_counts(
+        "gemini stream: odd counts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]
@@ -614,13 +624,17 @@ fn anthropic_stream_mutations_never_panic() {
     stream_mutations(
         "anthropic stream: mutations",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
 }
 
 #[test]
 fn gemini_stream_mutations_never_panic() {
-    stream_mutations("gemini stream: mutations", Format::Gemini, &["gemini"]);
+    stream_mutations(
+        "gemini stream: mutations",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]
@@ -634,12 +648,20 @@ fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 
 #[test]
 fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts("anthropic stream: cuts", Format::Anthropic, &["anthropic"]);
+    stream_cuts(
+        "anthropic stream: cuts",
+        Format::Anthropic,
+        &["anthropic", "vertex/anthropic_"],
+    );
 }
 
 #[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
+    stream_cuts(
+        "gemini stream: cuts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 // The response parsers -------------------------------------------------------------------------
@@ -648,13 +670,16 @@ fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 fn answers(dirs: &[&str]) -> Vec<Value> {
     let mut all = Vec::new();
     for dir in dirs {
+        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|e| e.path())
             .filter(|p| {
                 let name = p.file_name().unwrap().to_string_lossy();
-                name.ends_with(".json") && !name.ends_with(".request.json")
+                name.starts_with(prefix)
+                    && name.ends_with(".json")
+                    && !name.ends_with(".request.json")
             })
             .collect();
         paths.sort();
@@ -839,9 +864,13 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "anthropic parser: odd counts",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
-    parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
+    parser_odd_counts(
+        "gemini parser: odd counts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]
@@ -858,11 +887,15 @@ fn anthropic_parser_mutations_never_panic() {
     parser_mutations(
         "anthropic parser: mutations",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
 }
 
 #[test]
 fn gemini_parser_mutations_never_panic() {
-    parser_mutations("gemini parser: mutations", Format::Gemini, &["gemini"]);
+    parser_mutations(
+        "gemini parser: mutations",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }

@@ -12,10 +12,13 @@ use serde_json::Value;
 use support::{Reply, Server, collect_events, completed, fixture, fixture_json, fixtures_dir};
 
 impl Vendor {
-    fn of(dir: &str) -> Self {
-        match dir {
-            "anthropic" => Self::Anthropic,
-            "gemini" => Self::Gemini,
+    /// The vendor of a recording (`dir/file`); Vertex's files start with their format.
+    fn of(path: &str) -> Self {
+        match path.split_once('/').unwrap_or((path, "")) {
+            ("anthropic", _) => Self::Anthropic,
+            ("gemini", _) => Self::Gemini,
+            ("vertex", file) if file.starts_with("anthropic_") => Self::VertexAnthropic,
+            ("vertex", _) => Self::VertexGemini,
             _ => Self::OpenAi,
         }
     }
@@ -24,12 +27,16 @@ impl Vendor {
     fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
         let text = |v: &Value| v.as_str().map(str::to_owned);
         match self {
-            Self::Anthropic if value["type"] == "message_start" => (
+            Self::Anthropic | Self::VertexAnthropic if value["type"] == "message_start" => (
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
-            Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
+            Self::OpenAi | Self::Anthropic | Self::VertexAnthropic => {
+                (text(&value["id"]), text(&value["model"]))
+            }
+            Self::Gemini | Self::VertexGemini => {
+                (text(&value["responseId"]), text(&value["modelVersion"]))
+            }
         }
     }
 }
@@ -56,9 +63,9 @@ fn check(path: &str, response: &CompletionResponse, expected: &(Option<String>, 
 #[tokio::test]
 async fn every_recorded_answer_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
-        let vendor = Vendor::of(dir);
+    for dir in ["openai", "llamacpp", "anthropic", "gemini", "vertex"] {
         for path in recorded(dir, ".json") {
+            let vendor = Vendor::of(&path);
             let server = Server::always(Reply::json(200, fixture(&path))).await;
             let model = vendor.model(&server.url);
             let response = model
@@ -69,15 +76,15 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 11);
+    assert_eq!(checked, 16);
 }
 
 #[tokio::test]
 async fn every_recorded_stream_gives_its_id_and_model() {
     let mut checked = 0;
-    for dir in ["openai", "llamacpp", "anthropic", "gemini"] {
-        let vendor = Vendor::of(dir);
+    for dir in ["openai", "llamacpp", "anthropic", "gemini", "vertex"] {
         for path in recorded(dir, ".sse") {
+            let vendor = Vendor::of(&path);
             // The ids of the first event that names a model.
             let body = String::from_utf8(fixture(&path)).unwrap();
             let expected = body
@@ -94,7 +101,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 10);
+    assert_eq!(checked, 13);
 }
 
 #[tokio::test]

@@ -297,12 +297,15 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         .collect()
 }
 
-/// The three vendor formats, for a test run through each.
+/// The three vendor formats, for a test run through each; and Gemini and Claude on Vertex
+/// AI, those formats on a cloud's paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    VertexGemini,
+    VertexAnthropic,
 }
 
 impl Vendor {
@@ -330,6 +333,19 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
+            Self::VertexGemini => Arc::new(vertex(url).gemini("m").unwrap()),
+            Self::VertexAnthropic => Arc::new(vertex(url).anthropic("m").unwrap()),
         }
     }
+}
+
+/// A Vertex AI connection to a server at `url`, with a project, a location and a key.
+pub fn vertex(url: &str) -> harness_providers::Vertex {
+    harness_providers::Vertex::builder()
+        .project("p")
+        .location("us-east5")
+        .api_key("k")
+        .base_url(url)
+        .build()
+        .unwrap()
 }
