@@ -20,6 +20,14 @@ pub mod providers {
     #![doc = include_str!("../guide/providers.md")]
 }
 
+/// Google Vertex AI: a connection handing out Gemini and Claude models, credentials
+/// (Application Default Credentials with feature `vertex`), project and location, model
+/// names.
+#[cfg(feature = "vertex")]
+pub mod vertex {
+    #![doc = include_str!("../guide/vertex.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

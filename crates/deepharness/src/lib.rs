@@ -99,6 +99,8 @@ pub use harness_providers::{
     Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
     OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
 };
+#[cfg(feature = "providers")]
+pub use harness_providers::Vertex;
 
 /// The loop's own types: the builder, a run's input and options, its stream, its error, the
 /// context policy, events, stop reasons, paused calls, middleware, the journal, tools, their
@@ -191,6 +193,8 @@ pub mod providers {
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
+    #[cfg(feature = "providers")]
+    pub use harness_providers::VertexBuilder;
 }
 
 /// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),
