@@ -95,12 +95,12 @@ pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
+pub use harness_providers::Vertex;
+#[cfg(feature = "providers")]
 pub use harness_providers::{
     Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
     OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
 };
-#[cfg(feature = "providers")]
-pub use harness_providers::Vertex;
 
 /// The loop's own types: the builder, a run's input and options, its stream, its error, the
 /// context policy, events, stop reasons, paused calls, middleware, the journal, tools, their
@@ -187,14 +187,14 @@ pub mod providers {
         replay,
     };
     #[cfg(feature = "providers")]
+    pub use harness_providers::VertexBuilder;
+    #[cfg(feature = "providers")]
     pub use harness_providers::{
         AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
         RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
-    #[cfg(feature = "providers")]
-    pub use harness_providers::VertexBuilder;
 }
 
 /// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),
