@@ -33,6 +33,14 @@ pub mod openai_responses {
     #![doc = include_str!("../guide/openai-responses.md")]
 }
 
+/// Google Vertex AI: a connection handing out Gemini and Claude models, credentials
+/// (Application Default Credentials with feature `vertex`), project and location, model
+/// names.
+#[cfg(feature = "vertex")]
+pub mod vertex {
+    #![doc = include_str!("../guide/vertex.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

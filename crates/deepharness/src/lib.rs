@@ -96,6 +96,7 @@ pub use harness_core::tool;
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
 pub use harness_providers::OpenAiResponses;
+pub use harness_providers::Vertex;
 #[cfg(feature = "providers")]
 pub use harness_providers::{
     Anthropic, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
@@ -192,6 +193,8 @@ pub mod providers {
     pub use harness_core::{HostedCall, HostedTool};
     #[cfg(feature = "providers")]
     pub use harness_providers::OpenAiResponsesBuilder;
+    #[cfg(feature = "providers")]
+    pub use harness_providers::VertexBuilder;
     #[cfg(feature = "providers")]
     pub use harness_providers::{
         AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,

@@ -22,6 +22,7 @@ pub(crate) fn provider_name(id: &str) -> &str {
         "gemini" | "google" => "gcp.gemini",
         // One service, two of its APIs.
         "openai-responses" => "openai",
+        "vertex" => "gcp.vertex_ai",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
         // The conventions' name is this library's id.
@@ -185,4 +186,14 @@ pub(crate) fn tool_span(name: &str, call_id: Option<&str>) -> Span {
 pub(crate) fn record_tool_error(span: &Span, error: &ToolError) {
     span.record("error.type", error.kind().as_str());
     span.record("otel.status_code", "error");
+}
+
+#[cfg(test)]
+mod provider_name_tests {
+    #[test]
+    fn vertex_ai_is_named_as_the_conventions_name_it() {
+        assert_eq!(super::provider_name("vertex"), "gcp.vertex_ai");
+        assert_eq!(super::provider_name("gemini"), "gcp.gemini");
+        assert_eq!(super::provider_name("groq"), "groq");
+    }
 }

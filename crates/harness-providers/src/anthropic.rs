@@ -59,6 +59,20 @@ pub struct Anthropic {
     defaults: ModelSettings,
     /// The builder's `prices`, over the table's.
     prices: Option<Prices>,
+    /// Who answers and where: Anthropic's own API, or a cloud serving Claude.
+    route: Route,
+}
+
+/// Where a Messages request goes and how it names its model and version.
+#[derive(Debug, Clone)]
+struct Route {
+    vendor: Vendor<'static>,
+    /// The path of a whole answer, and of a stream.
+    generate_path: String,
+    stream_path: String,
+    /// `anthropic_version` in the body, in place of `model` (the model is in the path), as
+    /// a cloud's endpoint takes it; `None` for Anthropic's own API (the version a header).
+    body_version: Option<&'static str>,
 }
 
 /// The output limit Anthropic requires when the settings name none.
@@ -107,8 +121,8 @@ impl Anthropic {
         &self.defaults
     }
 
-    /// The request body this model would send, as JSON, without sending it: `model`,
-    /// `max_tokens`, `messages` and only what is set. (What is sent is written straight from
+    /// The request body this model would send, as JSON, without sending it: `model` (on a
+    /// cloud, `anthropic_version` instead), `max_tokens`, `messages` and only what is set. (What is sent is written straight from
     /// the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
         let body = self.body(request, stream);
@@ -136,8 +150,10 @@ impl Anthropic {
                 kind: "ephemeral",
                 ttl: cache.ttl.map(CacheTtl::as_str),
             });
+        let version = self.route.body_version;
         Body {
-            model: &self.model,
+            model: version.is_none().then_some(self.model.as_str()),
+            anthropic_version: version,
             max_tokens,
             temperature: settings.temperature,
             top_p: settings.top_p,
@@ -197,7 +213,40 @@ impl AnthropicBuilder {
             model: self.model,
             defaults: self.defaults,
             prices: self.connection.prices,
+            route: Route {
+                vendor: VENDOR,
+                generate_path: PATH.to_owned(),
+                stream_path: PATH.to_owned(),
+                body_version: None,
+            },
         })
+    }
+}
+
+impl Anthropic {
+    /// A Claude model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): a whole answer posted to `generate_path`, a stream
+    /// to `stream_path`, the body naming `version` as `anthropic_version` instead of the
+    /// model; `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        (generate_path, stream_path): (String, String),
+        version: &'static str,
+    ) -> Self {
+        Self {
+            client,
+            model,
+            defaults: ModelSettings::default(),
+            prices: None,
+            route: Route {
+                vendor,
+                generate_path,
+                stream_path,
+                body_version: Some(version),
+            },
+        }
     }
 }
 
@@ -206,11 +255,12 @@ impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         crate::wire::refuse_hosted(NAME, request.settings, &self.defaults)?;
         let body = self.body(&request, false);
+        let path = &self.route.generate_path;
         let answer = self
             .client
-            .post(PATH, &rest::with_extra(&body, &body.extra))
+            .post(path, &rest::with_extra(&body, &body.extra))
             .await?;
-        MessagesAccumulator::new(VENDOR).answer(&answer)
+        MessagesAccumulator::new(self.route.vendor).answer(path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
@@ -220,16 +270,21 @@ impl Llm for Anthropic {
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),
-            PATH,
+            &self.route.stream_path,
             &rest::with_extra(&body, &body.extra),
-            MessagesAccumulator::new(VENDOR),
+            MessagesAccumulator::new(self.route.vendor),
         )
     }
 
     /// Anthropic counts: `POST /v1/messages/count_tokens` with the request's model,
     /// messages, system prompt, tools, tool choice and thinking, exactly as they would be
     /// sent.
+    /// A cloud serving Claude is not asked: its counting endpoint is its own; the count is
+    /// then [`TokenCount::estimate`].
     async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        if self.route.body_version.is_some() {
+            return Ok(TokenCount::estimate(&request));
+        }
         let body = self.body(&request, false);
         let answer = self.client.post(COUNT_PATH, &CountBody::of(&body)).await?;
         read_count(&answer)
@@ -237,10 +292,11 @@ impl Llm for Anthropic {
 
     fn info(&self) -> ModelInfo {
         let supports = Supports::new().with_tools(true).with_images(true);
-        crate::models::priced(
-            crate::models::info("anthropic", &self.model, supports),
-            self.prices,
-        )
+        // The price table knows Claude models under `anthropic`, whichever cloud serves them.
+        let info = crate::models::info("anthropic", &self.model, supports);
+        let mut info = crate::models::priced(info, self.prices);
+        info.provider = self.route.vendor.id.to_owned();
+        info
     }
 }
 
@@ -250,7 +306,10 @@ impl Llm for Anthropic {
 /// left out.
 #[derive(Serialize)]
 struct Body<'a> {
-    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'static str>,
     /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
     #[serde(skip)]
     extra: Cow<'a, Map<String, Value>>,
@@ -278,7 +337,9 @@ struct Body<'a> {
 /// from it (the output limit, sampling and vendor fields are not taken there).
 #[derive(Serialize)]
 struct CountBody<'b, 'a> {
-    model: &'a str,
+    /// Always set: a cloud serving Claude (no model in the body) is not asked to count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
     messages: &'b Messages<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'b System<'a>>,
@@ -923,10 +984,10 @@ impl<'v> MessagesAccumulator<'v> {
         }
     }
 
-    /// Reads a non-streamed answer.
-    pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
+    /// Reads a non-streamed answer (the body of `path`).
+    pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor();
-        let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
+        let message: MessageIn<'_> = json::answer(vendor, path, body)?;
         if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
                 vendor,

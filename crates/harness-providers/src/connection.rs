@@ -76,8 +76,14 @@ impl Connection {
 /// The connection setters of a provider builder with a `connection: Connection` field.
 macro_rules! connection_setters {
     () => {
-        /// The API key; without one, the provider's environment variable is read, and with
-        /// neither no authentication header is sent.
+        $crate::connection::connection_setters!(
+            @key "The API key; without one, the provider's environment variable is read, and \
+                  with neither no authentication header is sent."
+        );
+    };
+    // A provider whose key means something else says so in its own words.
+    (@key $key_doc:literal) => {
+        #[doc = $key_doc]
         pub fn api_key(mut self, key: impl Into<String>) -> Self {
             self.connection.api_key = Some(key.into());
             self

@@ -8,7 +8,7 @@ use harness_core::{Error, Llm, Result};
 
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, Cohere, Gemini, OpenAiResponses};
+use crate::{Anthropic, Cohere, Gemini, OpenAiResponses, Vertex};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -45,6 +45,13 @@ const OWN_FORMATS: &[(&str, &str, &str)] = &[
     ("COHERE_API_KEY", "cohere", "command-a-03-2025"),
 ];
 
+/// The clouds whose variables select them, after every service with a key: Vertex AI (with
+/// Application Default Credentials, feature `vertex`) when a Google Cloud project is set.
+#[cfg(feature = "vertex")]
+const CLOUDS: &[(&str, &str, &str)] = &[("GOOGLE_CLOUD_PROJECT", "vertex", "gemini-2.5-flash")];
+#[cfg(not(feature = "vertex"))]
+const CLOUDS: &[(&str, &str, &str)] = &[];
+
 /// Every provider that a key in the environment selects, in the order they are preferred:
 /// `(variable, provider, model)`.
 fn keyed() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
@@ -57,6 +64,7 @@ fn keyed() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
         .take(1)
         .chain(OWN_FORMATS.iter().copied())
         .chain(hosted.skip(1))
+        .chain(CLOUDS.iter().copied())
 }
 
 /// The local servers asked on loopback, in table order.
@@ -70,7 +78,10 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 /// `openai-responses:gpt-5` (the Responses API), `anthropic:claude-3-5-haiku-latest`,
 /// `gemini:gemini-2.5-flash`, `cohere:command-a-03-2025`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
-/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
+/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`;
+/// `vertex:gemini-2.5-flash` and `vertex:claude-sonnet-4@20250514` on Google Vertex AI
+/// ([`Vertex::new`]: the environment's project, location and credentials; a `claude-...`
+/// model is Anthropic's, any other Google's).
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an unknown provider or a
@@ -90,12 +101,14 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
         "cohere" => Ok(Arc::new(Cohere::new(model)?)),
         "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
+        "vertex" if model.starts_with("claude") => Ok(Arc::new(Vertex::new()?.anthropic(model)?)),
+        "vertex" => Ok(Arc::new(Vertex::new()?.gemini(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
             )),
             None => {
-                let known: Vec<&str> = ["anthropic", "gemini", "cohere", "openai-responses"]
+                let known: Vec<&str> = ["anthropic", "gemini", "cohere", "openai-responses", "vertex"]
                     .into_iter()
                     .chain(SERVICES.iter().map(|service| service.id))
                     .collect();
@@ -125,7 +138,8 @@ fn looked_for() -> String {
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
 /// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, Cohere, then
-///    the gateways), with a small default model;
+///    the gateways), with a small default model; after them, with the `vertex` feature, Gemini
+///    on Vertex AI when `GOOGLE_CLOUD_PROJECT` is set (Application Default Credentials);
 /// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
 ///    at once, each given under a second), with the first model it lists.
 ///
@@ -284,7 +298,7 @@ mod tests {
                 "GOOGLE_API_KEY"
             ]
         );
-        assert_eq!(keys.len(), 14);
+        assert_eq!(keys.len(), 14 + CLOUDS.len());
         assert!(keys.contains(&"CO_API_KEY") && keys.contains(&"COHERE_API_KEY"));
         for var in keys {
             assert!(text.contains(var), "{text}");

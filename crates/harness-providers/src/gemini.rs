@@ -44,6 +44,8 @@ pub struct Gemini {
     client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
+    /// Who answers: Google's Gemini API, or a cloud serving Gemini (Vertex AI).
+    vendor: Vendor<'static>,
     /// `/models/{model}:generateContent`, and its streaming twin, made once.
     generate_path: String,
     stream_path: String,
@@ -160,14 +162,43 @@ impl GeminiBuilder {
         if let Some(key) = self.connection.key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
             config.headers.push(("x-goog-api-key".into(), key));
         }
-        Ok(Gemini {
-            client: Arc::new(HttpClient::new(config)?),
-            generate_path: format!("/models/{}:generateContent", self.model),
-            stream_path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
-            model: self.model,
-            defaults: self.defaults,
-            prices: self.connection.prices,
-        })
+        Ok(Gemini::served(
+            Arc::new(HttpClient::new(config)?),
+            VENDOR,
+            self.model,
+            self.defaults,
+            "/models",
+        )
+        .priced(self.connection.prices))
+    }
+}
+
+impl Gemini {
+    /// A Gemini model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): its methods are posted to `{models}/{model}:...`, and
+    /// `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        defaults: ModelSettings,
+        models: &str,
+    ) -> Self {
+        Self {
+            client,
+            generate_path: format!("{models}/{model}:generateContent"),
+            stream_path: format!("{models}/{model}:streamGenerateContent?alt=sse"),
+            model,
+            defaults,
+            vendor,
+            prices: None,
+        }
+    }
+
+    /// The same model with the builder's `prices`, over the table's.
+    fn priced(mut self, prices: Option<Prices>) -> Self {
+        self.prices = prices;
+        self
     }
 }
 
@@ -179,7 +210,7 @@ impl Llm for Gemini {
             .client
             .post(&self.generate_path, &rest::with_extra(&body, &body.extra))
             .await?;
-        ContentAccumulator::new(VENDOR).answer(&self.generate_path, &answer)
+        ContentAccumulator::new(self.vendor).answer(&self.generate_path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
@@ -191,13 +222,18 @@ impl Llm for Gemini {
             Arc::clone(&self.client),
             &self.stream_path,
             &rest::with_extra(&body, &body.extra),
-            ContentAccumulator::new(VENDOR),
+            ContentAccumulator::new(self.vendor),
         )
     }
 
     /// Gemini counts: `POST /models/{model}:countTokens` with the request as it would be
     /// sent, under `generateContentRequest`.
+    /// A cloud serving Gemini is not asked (its counting request has another shape); the
+    /// count is then [`TokenCount::estimate`].
     async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        if self.vendor.id != ID {
+            return Ok(TokenCount::estimate(&request));
+        }
         let body = self.body(&request)?;
         let model = format!("models/{}", self.model);
         let count = CountBody {
@@ -217,10 +253,11 @@ impl Llm for Gemini {
             .with_tools(true)
             .with_images(true)
             .with_structured_output(true);
-        crate::models::priced(
-            crate::models::info("gemini", &self.model, supports),
-            self.prices,
-        )
+        // The price table knows Gemini models under `gemini`, whichever cloud serves them.
+        let info = crate::models::info("gemini", &self.model, supports);
+        let mut info = crate::models::priced(info, self.prices);
+        info.provider = self.vendor.id.to_owned();
+        info
     }
 }
 

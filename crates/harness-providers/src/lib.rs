@@ -9,6 +9,9 @@
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
 //! - [`Cohere`]: the v2 Chat API, tool plans, thinking.
+//! - [`Vertex`]: Google Vertex AI, a connection handing out [`Gemini`] and [`Anthropic`]
+//!   models of a Google Cloud project, with Application Default Credentials (feature
+//!   `vertex`), a token source or an API key.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -36,6 +39,7 @@ mod responses;
 pub mod rest;
 mod services;
 mod tokenizer;
+mod vertex;
 mod wire;
 mod wrappers;
 
@@ -50,6 +54,7 @@ pub use presets::{
 };
 pub use responses::{OpenAiResponses, OpenAiResponsesBuilder};
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
+pub use vertex::{Vertex, VertexBuilder};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 
 #[cfg(feature = "replay")]

@@ -101,7 +101,9 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
     let bytes = serde_json::to_vec(answer).unwrap_or_default();
     match format {
         Format::OpenAi => crate::openai::ChatAccumulator::new(OPENAI).answer(&bytes),
-        Format::Anthropic => crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer(&bytes),
+        Format::Anthropic => {
+            crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer("/messages", &bytes)
+        }
         Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
             .answer("/models/recorded:generateContent", &bytes),
         Format::Cohere => crate::cohere::ChatAccumulator::new(COHERE).answer(&bytes),
