@@ -21,6 +21,8 @@
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
+mod bedrock;
 mod connection;
 mod env;
 mod gemini;
@@ -33,6 +35,8 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+#[cfg(feature = "bedrock")]
+pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};
