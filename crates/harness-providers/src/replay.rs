@@ -34,13 +34,18 @@ pub enum Format {
     Anthropic,
     /// Gemini `generateContent`, and `streamGenerateContent?alt=sse` for a stream.
     Gemini,
+    /// AWS Bedrock Converse, and ConverseStream's binary event stream
+    /// (`application/vnd.amazon.eventstream`) for a stream. Feature `bedrock`.
+    #[cfg(feature = "bedrock")]
+    Bedrock,
 }
 
 const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
 const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
 const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
 
-/// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
+/// Reads a whole recorded stream body (server-sent events; AWS's event stream for
+/// [`Format::Bedrock`]) the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
 ///
 /// # Errors
@@ -70,6 +75,14 @@ pub fn decode_stream(
             chunk,
             emit,
         ),
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => rest::stream::decode_framed(
+            crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR),
+            crate::bedrock::EventStream::new(),
+            body,
+            chunk,
+            emit,
+        ),
     }
 }
 
@@ -86,5 +99,8 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
         Format::Anthropic => crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer(&bytes),
         Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
             .answer("/models/recorded:generateContent", &bytes),
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR)
+            .answer("/model/recorded/converse", &bytes),
     }
 }

@@ -244,6 +244,39 @@ mod tests {
         )
     }
 
+    /// AWS's event-stream test vectors (`tests/fixtures/bedrock/eventstream/`, from
+    /// aws-smithy-eventstream's test data): each valid frame is one event, split anywhere;
+    /// each invalid one an error and no event.
+    #[test]
+    fn the_aws_event_stream_test_vectors() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/bedrock/eventstream");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 11);
+        for name in names {
+            let body = std::fs::read(dir.join(&name)).unwrap();
+            for chunk in [1, 3, body.len()] {
+                let (events, error) = decode(&body, chunk);
+                if name.starts_with("valid_") {
+                    assert_eq!((events.len(), &error), (1, &None), "{name}");
+                } else {
+                    assert!(events.is_empty(), "{name}: {events:?}");
+                    let error = error.unwrap_or_default();
+                    assert!(
+                        error.starts_with("Corrupt(") || error.starts_with("Cut("),
+                        "{name}: {error}"
+                    );
+                }
+            }
+        }
+        let (events, _) = decode(&std::fs::read(dir.join("valid_empty_payload")).unwrap(), 4);
+        assert_eq!(events[0].1, "");
+    }
+
     #[test]
     fn frames_are_found_in_any_split() {
         let body = [

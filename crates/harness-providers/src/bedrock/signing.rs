@@ -221,6 +221,79 @@ mod tests {
     }
 
     #[test]
+    fn a_bedrock_request_signs_as_botocore_signs_it() {
+        // The expected headers were computed by botocore 1.44.8's `SigV4Auth(credentials,
+        // "bedrock", "us-east-1")` for this request, with `X-Amz-Content-SHA256` set to the
+        // body's hash: the model id's `%3A` is signed double-encoded (`%253A`), as Bedrock
+        // checks it.
+        let body = br#"{"messages":[{"role":"user","content":[{"text":"hi"}]}]}"#;
+        let url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/\
+                   us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse";
+        let headers = [("content-type".to_owned(), "application/json".to_owned())];
+        let request = Outgoing::new("POST", url, &headers, body);
+        let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_796_319_124);
+        let scope = Scope {
+            region: "us-east-1".to_owned(),
+            service: "bedrock",
+            normalize_path: true,
+            content_sha256: true,
+        };
+        for (token, signature) in [
+            (
+                None,
+                "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, \
+                 Signature=c431d911d9b09ad39da1d28ba6a00de2c08823673975fbb1fe5b10bb77a831eb",
+            ),
+            (
+                Some("session-token-example"),
+                "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;\
+                 x-amz-security-token, \
+                 Signature=d7ae44b64fc089d05c82eabe5a486fa27d57cad57f743c94d11363f7f4706e4c",
+            ),
+        ] {
+            let credentials = Credentials::new(
+                "AKIDEXAMPLE",
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                token.map(str::to_owned),
+                None,
+                "test",
+            );
+            let signed = signature_headers(&credentials, &scope, time, &request);
+            let get = |name: &str| {
+                signed
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            assert_eq!(get("x-amz-date"), Some("20261203T173204Z"));
+            assert_eq!(
+                get("x-amz-content-sha256"),
+                Some("c3335e07d6e89650bf94cb98664be69f8774dbc3198df221f113db0a59ea14f0")
+            );
+            assert_eq!(
+                get("authorization"),
+                Some(
+                    format!(
+                        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261203/us-east-1/bedrock/\
+                         aws4_request, {signature}"
+                    )
+                    .as_str()
+                )
+            );
+            assert_eq!(get("x-amz-security-token"), token);
+        }
+    }
+
+    fn signature_headers(
+        credentials: &Credentials,
+        scope: &Scope,
+        time: SystemTime,
+        request: &Outgoing<'_>,
+    ) -> Vec<(String, String)> {
+        signature(credentials, scope, time, request).unwrap()
+    }
+
+    #[test]
     fn the_aws_sigv4_test_suite_signs_as_published() {
         for name in [
             "get-vanilla",
