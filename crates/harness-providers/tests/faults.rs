@@ -1,7 +1,8 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! Anthropic Messages; Gemini), streamed and not, and through an `Agent`.
+//! Anthropic Messages; Gemini; Bedrock Converse, whose stream is AWS's binary event stream),
+//! streamed and not, and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -27,7 +28,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Gemini, OpenAi, RetryPolicy};
+use harness_providers::{Anthropic, Bedrock, Gemini, OpenAi, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -245,9 +246,27 @@ enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    Bedrock,
 }
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [
+    Vendor::OpenAi,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+    Vendor::Bedrock,
+];
+
+/// One frame of AWS's event stream: a ConverseStream event of type `kind`.
+fn frame(kind: &str, payload: &[u8]) -> Vec<u8> {
+    support::eventstream_frame(
+        &[
+            (":event-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        payload,
+    )
+}
 
 /// Tool-call arguments as a test sends them: a JSON object, or text that is not one.
 #[derive(Clone, Copy, Debug)]
@@ -311,6 +330,7 @@ impl Vendor {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
         }
     }
 
@@ -319,6 +339,8 @@ impl Vendor {
             Self::OpenAi => configure!(OpenAi::builder("m"), url, knobs),
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
+            // A Bedrock API key: the signing path has its own probes in fixtures_bedrock.
+            Self::Bedrock => configure!(Bedrock::builder("m").region("us-east-1"), url, knobs),
         }
     }
 
@@ -326,22 +348,79 @@ impl Vendor {
     fn streams(self, seen: &Seen) -> bool {
         match self {
             Self::Gemini => seen.target.contains("streamGenerateContent"),
+            Self::Bedrock => seen.target.ends_with("/converse-stream"),
             _ => seen.body["stream"] == json!(true),
         }
     }
 
     /// One event of the vendor's stream (Gemini separates events with CR LF CR LF, as it
-    /// does on the wire).
+    /// does on the wire; Bedrock's is a binary frame, its type from `data["type"]`, which
+    /// the payload keeps: Converse reads past a key it does not know).
     fn event(self, data: &Value) -> Vec<u8> {
+        self.event_bytes(
+            data.to_string().as_bytes(),
+            data["type"].as_str().unwrap_or(""),
+        )
+    }
+
+    /// An event whose data is `json` as given (perhaps not valid UTF-8), of type `kind`.
+    fn event_bytes(self, json: &[u8], kind: &str) -> Vec<u8> {
+        let json = String::from_utf8_lossy(json);
         match self {
-            Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic => format!(
-                "event: {}\ndata: {data}\n\n",
-                data["type"].as_str().unwrap()
-            ),
-            Self::Gemini => format!("data: {data}\r\n\r\n"),
+            Self::OpenAi => format!("data: {json}\n\n").into_bytes(),
+            Self::Anthropic => format!("event: {kind}\ndata: {json}\n\n").into_bytes(),
+            Self::Gemini => format!("data: {json}\r\n\r\n").into_bytes(),
+            Self::Bedrock => frame(kind, json.as_bytes()),
         }
-        .into_bytes()
+    }
+
+    /// A text delta whose JSON has `splices` (marker, raw byte) put in: bytes that are not
+    /// UTF-8, inside a string or in the JSON itself.
+    fn delta_spliced(self, text: &str, splices: &[(&str, u8)], in_json: bool) -> Vec<u8> {
+        if self != Self::Bedrock {
+            let mut event = self.delta(text);
+            for (marker, byte) in splices {
+                event = splice(&event, marker, *byte);
+            }
+            if in_json {
+                let last = event.iter().rposition(|&b| b == b'}').unwrap();
+                event.insert(last, 0xFF);
+            }
+            return event;
+        }
+        let mut payload = bedrock_delta(0, text).to_string().into_bytes();
+        for (marker, byte) in splices {
+            payload = splice(&payload, marker, *byte);
+        }
+        if in_json {
+            let last = payload.iter().rposition(|&b| b == b'}').unwrap();
+            payload.insert(last, 0xFF);
+        }
+        frame("contentBlockDelta", &payload)
+    }
+
+    /// Bytes that keep a stream busy without an event that counts: an SSE comment, or a
+    /// Bedrock event of a type Converse does not know.
+    fn keepalive(self) -> Vec<u8> {
+        match self {
+            Self::Bedrock => frame("ping", b"{}"),
+            _ => b": ping\n\n".to_vec(),
+        }
+    }
+
+    /// The start of one event that declares (or, for SSE, runs on to) 50 MiB and more.
+    fn huge_event_start(self) -> Vec<u8> {
+        match self {
+            Self::Bedrock => {
+                let mut prelude = Vec::new();
+                prelude.extend_from_slice(&(60_u32 << 20).to_be_bytes());
+                prelude.extend_from_slice(&0_u32.to_be_bytes());
+                let crc = support::crc32(&prelude);
+                prelude.extend_from_slice(&crc.to_be_bytes());
+                prelude
+            }
+            _ => b"data: {\"x\": \"".to_vec(),
+        }
     }
 
     /// The events before the first delta.
@@ -360,18 +439,25 @@ impl Vendor {
             ]
             .concat(),
             Self::Gemini => Vec::new(),
+            Self::Bedrock => frame("messageStart", br#"{"role":"assistant"}"#),
         }
     }
 
     /// One text delta.
     fn delta(self, text: &str) -> Vec<u8> {
+        if self == Self::Bedrock {
+            return frame(
+                "contentBlockDelta",
+                bedrock_delta(0, text).to_string().as_bytes(),
+            );
+        }
         self.event(&match self {
             Self::OpenAi => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
             Self::Anthropic => json!({"type": "content_block_delta", "index": 0,
                 "delta": {"type": "text_delta", "text": text}}),
-            Self::Gemini => json!({"candidates": [
+            Self::Gemini | Self::Bedrock => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
         })
@@ -400,6 +486,12 @@ impl Vendor {
                  "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
                     "totalTokenCount": 19}})),
+            Self::Bedrock => [
+                frame("contentBlockStop", br#"{"contentBlockIndex":0}"#),
+                frame("messageStop", br#"{"stopReason":"end_turn"}"#),
+                bedrock_metadata(),
+            ]
+            .concat(),
         }
     }
 
@@ -421,6 +513,9 @@ impl Vendor {
             Self::Gemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
+            Self::Bedrock => {
+                json!({"__type": "serviceUnavailableException", "message": VENDOR_MESSAGE})
+            }
         }
     }
 
@@ -430,12 +525,22 @@ impl Vendor {
             Self::OpenAi => "server_error",
             Self::Anthropic => "overloaded_error",
             Self::Gemini => "UNAVAILABLE",
+            Self::Bedrock => "serviceUnavailableException",
         }
     }
 
     /// The error as the vendor reports it mid-stream.
     fn error_event(self) -> Vec<u8> {
         match self {
+            // A frame of `:message-type` exception, named by `:exception-type`.
+            Self::Bedrock => support::eventstream_frame(
+                &[
+                    (":exception-type", "serviceUnavailableException"),
+                    (":content-type", "application/json"),
+                    (":message-type", "exception"),
+                ],
+                json!({"message": VENDOR_MESSAGE}).to_string().as_bytes(),
+            ),
             Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
@@ -445,6 +550,9 @@ impl Vendor {
     fn error_answer(self) -> Value {
         match self {
             Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
+            // What Bedrock calls the error, in a gateway's 200 body.
+            Self::Bedrock => json!({"error": {"__type": "serviceUnavailableException",
+                "message": VENDOR_MESSAGE}}),
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -461,9 +569,15 @@ impl Vendor {
                 "usage": {"input_tokens": 12, "output_tokens": 7}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+            Self::Bedrock => json!({"output": {"message": {"role": "assistant",
+                "content": [{"text": text}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 12, "outputTokens": 7, "totalTokens": 19}}),
         };
         if !finished {
             match self {
+                Self::Bedrock => {
+                    answer.as_object_mut().unwrap().remove("stopReason");
+                }
                 Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
                 Self::Anthropic => answer["stop_reason"] = Value::Null,
                 Self::Gemini => {
@@ -507,6 +621,16 @@ impl Vendor {
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": {"name": "note", "args": args}}]},
                     "finishReason": "STOP", "index": 0}]})
+            }
+            (Self::Bedrock, _) => {
+                let input = match args {
+                    Args::Object(value) => value.clone(),
+                    Args::Broken(text) => Value::from(text),
+                };
+                json!({"output": {"message": {"role": "assistant", "content": [
+                    {"toolUse": {"toolUseId": id, "name": "note", "input": input}}]}},
+                    "stopReason": "tool_use",
+                    "usage": {"inputTokens": 12, "outputTokens": 7, "totalTokens": 19}})
             }
         }
     }
@@ -566,8 +690,36 @@ impl Vendor {
                     "finishReason": "STOP", "index": 0}]}),
                 )
             }
+            Self::Bedrock => {
+                let start = json!({"contentBlockIndex": 0,
+                    "start": {"toolUse": {"toolUseId": id, "name": "note"}}});
+                let piece = |input: &str| json!({"contentBlockIndex": 0, "delta": {"toolUse": {"input": input}}});
+                [
+                    self.opening(),
+                    frame("contentBlockStart", start.to_string().as_bytes()),
+                    frame("contentBlockDelta", piece(head).to_string().as_bytes()),
+                    frame("contentBlockDelta", piece(tail).to_string().as_bytes()),
+                    frame("contentBlockStop", br#"{"contentBlockIndex":0}"#),
+                    frame("messageStop", br#"{"stopReason":"tool_use"}"#),
+                    bedrock_metadata(),
+                ]
+                .concat()
+            }
         }
     }
+}
+
+/// A Converse text delta's payload.
+fn bedrock_delta(index: usize, text: &str) -> Value {
+    json!({"contentBlockIndex": index, "delta": {"text": text}})
+}
+
+/// ConverseStream's last event, with the usage.
+fn bedrock_metadata() -> Vec<u8> {
+    frame(
+        "metadata",
+        br#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":9}}"#,
+    )
 }
 
 // Reading what a model gives ------------------------------------------------------------------
@@ -707,6 +859,26 @@ fn separator(vendor: Vendor) -> &'static [u8] {
     }
 }
 
+/// Where each event of a vendor's stream ends: after each separator, or each frame.
+fn event_ends(vendor: Vendor, body: &[u8]) -> Vec<usize> {
+    if vendor == Vendor::Bedrock {
+        return frame_ends(body);
+    }
+    boundaries(body, separator(vendor))
+}
+
+/// Where each frame of an event stream ends, read from the frames' lengths.
+fn frame_ends(body: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    while at + 4 <= body.len() {
+        let length = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+        at += length;
+        ends.push(at);
+    }
+    ends
+}
+
 /// Every event boundary of a whole text stream before its end mark: after each event up to
 /// the last one without which the turn is not whole (OpenAI's finish chunk, Anthropic's
 /// `message_stop`, Gemini's finishing chunk).
@@ -714,8 +886,10 @@ fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
         Vendor::OpenAi | Vendor::Gemini => whole.len() - vendor.ending().len(),
         Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
+        // The turn is whole with its metadata, the last event.
+        Vendor::Bedrock => whole.len() - bedrock_metadata().len(),
     };
-    boundaries(whole, separator(vendor))
+    event_ends(vendor, whole)
         .into_iter()
         .filter(|&at| at <= end_mark)
         .collect()
@@ -881,8 +1055,11 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             // A lone lead byte and a 0xFF become U+FFFD; a valid é and ✓ split across writes
             // survive.
-            let event = splice(&vendor.delta("caf\u{e9} @1@ @2@ \u{2713}"), "@1@", 0xC3);
-            let event = splice(&event, "@2@", 0xFF);
+            let event = vendor.delta_spliced(
+                "caf\u{e9} @1@ @2@ \u{2713}",
+                &[("@1@", 0xC3), ("@2@", 0xFF)],
+                false,
+            );
             let in_e = event.iter().position(|&b| b == 0xA9).unwrap();
             let in_check = event.iter().position(|&b| b == 0x9C).unwrap();
             let steps = vec![
@@ -907,9 +1084,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
         format!("{v} stream: invalid UTF-8 in the JSON itself → Malformed"),
         1,
         move |_| async move {
-            let mut event = vendor.delta("x");
-            let last = event.iter().rposition(|&b| b == b'}').unwrap();
-            event.insert(last, 0xFF);
+            let event = vendor.delta_spliced("x", &[], true);
             let body = [vendor.opening(), vendor.delta("ok"), event, vendor.ending()].concat();
             let server = FaultServer::always(sse(body)).await;
             let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
@@ -970,7 +1145,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
             let server = FaultServer::always(vec![
                 Step::Send(head(200, Some("text/event-stream"), None)),
                 Step::Send(vendor.opening()),
-                Step::Send(b"data: {\"x\": \"".to_vec()),
+                Step::Send(vendor.huge_event_start()),
                 Step::Fill(vec![b'a'; 64 << 10], 800),
             ])
             .await;
@@ -996,7 +1171,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             let server = FaultServer::always(vec![
                 Step::Send(head(200, Some("text/event-stream"), None)),
-                Step::Forever(b": ping\n\n".to_vec(), Duration::from_millis(40)),
+                Step::Forever(vendor.keepalive(), Duration::from_millis(40)),
             ])
             .await;
             let got = stream_of(&vendor.model(&server.url, quick())).await;
@@ -1604,12 +1779,16 @@ fn recordings() -> Vec<Recording> {
         ("llamacpp", Vendor::OpenAi, Format::OpenAi),
         ("anthropic", Vendor::Anthropic, Format::Anthropic),
         ("gemini", Vendor::Gemini, Format::Gemini),
+        ("bedrock", Vendor::Bedrock, Format::Bedrock),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|e| e == "sse"))
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|e| e == "sse" || e == "eventstream")
+            })
             .collect();
         files.sort();
         for path in files {
@@ -1635,7 +1814,11 @@ fn recorded_probes(probes: &mut Probes) {
         } else {
             b"\n\n"
         };
-        let mut cuts = boundaries(&recording.body, separator);
+        let mut cuts = if recording.vendor == Vendor::Bedrock {
+            frame_ends(&recording.body)
+        } else {
+            boundaries(&recording.body, separator)
+        };
         cuts.retain(|&at| at < recording.body.len());
         cuts.insert(0, 0);
         let last_event = *cuts.last().unwrap();

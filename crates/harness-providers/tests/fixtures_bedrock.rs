@@ -708,8 +708,8 @@ async fn a_stream_equals_its_answer_read_whole() {
 #[tokio::test]
 async fn a_recorded_invalid_model_error_keeps_status_type_and_message() {
     for (path, stream) in [
-        ("bedrock/converse_error_invalid_model.json", false),
-        ("bedrock/converse_stream_error_invalid_model.json", true),
+        ("bedrock/errors/converse_invalid_model.json", false),
+        ("bedrock/errors/converse_stream_invalid_model.json", true),
     ] {
         let reply = Reply::json(400, fixture(path)).header(
             "x-amzn-errortype",
@@ -738,7 +738,7 @@ async fn a_recorded_invalid_model_error_keeps_status_type_and_message() {
 #[tokio::test]
 async fn a_recorded_throttling_error_is_retried_then_reported() {
     let server = Server::always(
-        Reply::json(429, fixture("bedrock/converse_error_throttling.json"))
+        Reply::json(429, fixture("bedrock/errors/converse_throttling.json"))
             .header("retry-after", "0"),
     )
     .await;
@@ -857,4 +857,217 @@ fn the_default_endpoint_is_the_regions_and_a_region_is_required() {
     let info = claude.info();
     assert_eq!(info.context_window, Some(200_000));
     assert!(info.supports.reasoning && info.supports.tools);
+}
+
+// Faults of the event stream ----------------------------------------------------------------
+
+/// The recorded streams of tests/fixtures/bedrock.
+fn recorded_streams() -> Vec<(String, Vec<u8>)> {
+    let mut all: Vec<(String, Vec<u8>)> =
+        std::fs::read_dir(support::fixtures_dir().join("bedrock"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "eventstream"))
+            .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+    all.sort();
+    assert_eq!(all.len(), 7);
+    all
+}
+
+#[test]
+fn every_recorded_stream_cut_at_every_byte_is_incomplete_never_an_answer() {
+    for (name, body) in recorded_streams() {
+        let whole = decode_stream(Format::Bedrock, &body, 97, |_| {}).unwrap();
+        for cut in 0..body.len() {
+            let mut text = String::new();
+            let err = decode_stream(Format::Bedrock, &body[..cut], 97, |e| {
+                if let LlmEvent::TextDelta(t) = e {
+                    text.push_str(&t);
+                }
+            })
+            .unwrap_err();
+            let provider = err.provider().unwrap();
+            assert_eq!(
+                provider.kind(),
+                ProviderErrorKind::Incomplete,
+                "{name} cut at {cut}: {err}"
+            );
+            assert!(whole.content().starts_with(&text), "{name} cut at {cut}");
+        }
+    }
+}
+
+/// The frames of an event stream: (event type, payload).
+fn frames_of(body: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = bytes::Bytes::copy_from_slice(body);
+    while !rest.is_empty() {
+        let message = aws_smithy_eventstream::frame::read_message_from(&mut rest).unwrap();
+        let kind = message
+            .headers()
+            .iter()
+            .find(|h| h.name().as_str() == ":event-type")
+            .map(|h| h.value().as_string().unwrap().as_str().to_owned())
+            .unwrap();
+        out.push((kind, message.payload().to_vec()));
+    }
+    out
+}
+
+fn reframed(frames: &[(String, Vec<u8>)]) -> Vec<u8> {
+    frames
+        .iter()
+        .flat_map(|(kind, payload)| {
+            support::eventstream_frame(
+                &[
+                    (":event-type", kind),
+                    (":content-type", "application/json"),
+                    (":message-type", "event"),
+                ],
+                payload,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn huge_and_negative_counts_keep_the_answer_and_saturate() {
+    for (name, body) in recorded_streams() {
+        let whole = decode_stream(Format::Bedrock, &body, body.len(), |_| {}).unwrap();
+        let mut frames = frames_of(&body);
+        assert_eq!(
+            reframed(&frames),
+            body,
+            "{name}: AWS's encoder writes the same bytes"
+        );
+        let metadata = frames.iter_mut().find(|(k, _)| k == "metadata").unwrap();
+        metadata.1 = br#"{"usage":{"inputTokens":-5,"outputTokens":1e30,"cacheReadInputTokens":18446744073709551616,"cacheWriteInputTokens":"12","totalTokens":-1}}"#.to_vec();
+        let odd = decode_stream(Format::Bedrock, &reframed(&frames), 33, |_| {}).unwrap();
+        assert_eq!(odd.blocks(), whole.blocks(), "{name}");
+        assert_eq!(odd.tool_calls(), whole.tool_calls(), "{name}");
+        let usage = odd.usage().unwrap();
+        assert_eq!(
+            (
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.total_tokens
+            ),
+            (u64::MAX, u64::MAX, u64::MAX),
+            "{name}"
+        );
+        assert_eq!(
+            (usage.cached_tokens, usage.cache_write_tokens),
+            (u64::MAX, 0)
+        );
+    }
+    let answer = json!({"output": {"message": {"role": "assistant", "content": [{"text": "x"}]}},
+        "stopReason": "end_turn", "usage": {"inputTokens": -3, "outputTokens": 2.5}});
+    let usage = *decode_answer(Format::Bedrock, &answer)
+        .unwrap()
+        .usage()
+        .unwrap();
+    assert_eq!(usage, TokenUsage::new(0, 2, 2));
+}
+
+async fn streamed(model: &Bedrock) -> (String, Result<CompletionResponse, harness_core::Error>) {
+    let mut events = Arc::new(model.clone()).stream(Request::new(&[Message::user("hi")]));
+    let mut text = String::new();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(LlmEvent::TextDelta(t)) => text.push_str(&t),
+            Ok(LlmEvent::Completed(turn)) => return (text, Ok(*turn)),
+            Ok(_) => {}
+            Err(e) => return (text, Err(e)),
+        }
+    }
+    panic!("the stream ended with neither a turn nor an error");
+}
+
+#[tokio::test]
+async fn exception_frames_are_the_services_errors_after_the_deltas() {
+    let body = fixture("bedrock/converse_stream_nova_text.eventstream");
+    let frames = frames_of(&body);
+    for (kind, message) in [
+        (
+            "throttlingException",
+            "Too many tokens, please wait before trying again.",
+        ),
+        (
+            "validationException",
+            "The model returned an invalid response.",
+        ),
+        ("modelStreamErrorException", "Model stream error"),
+        ("internalServerException", "Internal failure"),
+        ("serviceUnavailableException", "The service is unavailable."),
+    ] {
+        // Three events, then the exception (a hand-made frame: recordings of one are not
+        // public).
+        let exception = support::eventstream_frame(
+            &[
+                (":exception-type", kind),
+                (":content-type", "application/json"),
+                (":message-type", "exception"),
+            ],
+            json!({"message": message}).to_string().as_bytes(),
+        );
+        let sent = [reframed(&frames[..3]), exception].concat();
+        let (model, _) = served(NOVA, eventstream(sent)).await;
+        let (text, end) = streamed(&model).await;
+        let err = end.unwrap_err();
+        let provider = err.provider().unwrap();
+        assert_eq!(provider.kind(), ProviderErrorKind::Vendor, "{kind}");
+        assert_eq!(provider.error_type(), Some(kind));
+        assert_eq!(provider.message(), message);
+        assert_eq!(provider.provider(), "bedrock");
+        assert_eq!(text, "The capital of France is Paris.");
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_frame_mid_stream_is_malformed_after_the_deltas() {
+    let body = fixture("bedrock/converse_stream_nova_text.eventstream");
+    let frames = frames_of(&body);
+    let head = reframed(&frames[..3]);
+    for (at, what) in [
+        (20, "a header byte"),
+        (0, "the length"),
+        (10, "the prelude checksum"),
+    ] {
+        let mut bad = reframed(&frames[3..4]);
+        let offset = if at == 20 { bad.len() - 10 } else { at };
+        bad[offset] ^= 0x20;
+        let sent = [head.clone(), bad, reframed(&frames[4..])].concat();
+        let (model, _) = served(NOVA, eventstream(sent)).await;
+        let (text, end) = streamed(&model).await;
+        let err = end.unwrap_err();
+        let provider = err.provider().unwrap();
+        assert_eq!(
+            provider.kind(),
+            ProviderErrorKind::Malformed,
+            "{what}: {err}"
+        );
+        assert!(
+            provider.message().contains("corrupt frame"),
+            "{what}: {err}"
+        );
+        assert_eq!(text, "The capital of France is Paris.", "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_over_the_wire_at_every_frame_is_incomplete() {
+    let body = fixture("bedrock/converse_stream_nova_tool_use.eventstream");
+    let frames = frames_of(&body);
+    for end in 0..frames.len() {
+        let (model, _) = served(NOVA, eventstream(reframed(&frames[..end]))).await;
+        let (_, outcome) = streamed(&model).await;
+        let err = outcome.unwrap_err();
+        assert_eq!(
+            err.provider().unwrap().kind(),
+            ProviderErrorKind::Incomplete,
+            "{end} frames: {err}"
+        );
+    }
 }

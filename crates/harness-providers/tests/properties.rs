@@ -349,7 +349,10 @@ fn recordings(format: Format, dirs: &[&str]) -> Vec<Recording> {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == "sse" || e == "eventstream")
+            })
             .collect();
         paths.sort();
         for path in paths {
@@ -638,6 +641,17 @@ fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 }
 
 #[test]
+fn bedrock_stream_mutations_never_panic() {
+    // Mutated frames: a checksum catches nearly every change, the rest reach the parser.
+    stream_mutations("bedrock stream: mutations", Format::Bedrock, &["bedrock"]);
+}
+
+#[test]
+fn bedrock_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
+    stream_cuts("bedrock stream: cuts", Format::Bedrock, &["bedrock"]);
+}
+
+#[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
 }
@@ -842,6 +856,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
         &["anthropic"],
     );
     parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
+    parser_odd_counts("bedrock parser: odd counts", Format::Bedrock, &["bedrock"]);
 }
 
 #[test]
@@ -860,6 +875,11 @@ fn anthropic_parser_mutations_never_panic() {
         Format::Anthropic,
         &["anthropic"],
     );
+}
+
+#[test]
+fn bedrock_parser_mutations_never_panic() {
+    parser_mutations("bedrock parser: mutations", Format::Bedrock, &["bedrock"]);
 }
 
 #[test]

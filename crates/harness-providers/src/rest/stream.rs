@@ -808,7 +808,26 @@ impl<'a, A: Accumulator, F: Framing> Reader<'a, A, F> {
     fn frame_failure(&self, error: FrameError) -> Error {
         match error {
             FrameError::Corrupt(what) if self.events == 0 => self.no_events(Some(&what)),
-            FrameError::Cut(_) if self.events == 0 => self.no_events(None),
+            FrameError::Cut(held) if self.events == 0 => {
+                let error = self.no_events(None);
+                // Bytes that may be a frame's start, cut short: incomplete, as a first SSE
+                // event cut in its middle is; the vendor's JSON error stays what it is.
+                if error
+                    .provider()
+                    .is_some_and(|p| p.kind() == ProviderErrorKind::Malformed)
+                {
+                    return self.failure(
+                        ProviderErrorKind::Incomplete,
+                        format!(
+                            "the stream from {} ended in the middle of its first event ({held} \
+                             bytes of a frame): the answer is incomplete (a dropped connection \
+                             or a proxy that cut the body)",
+                            self.url
+                        ),
+                    );
+                }
+                error
+            }
             FrameError::Corrupt(what) => self.failure(
                 ProviderErrorKind::Malformed,
                 format!("the stream from {} sent a corrupt frame: {what}", self.url),
