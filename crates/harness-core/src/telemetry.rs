@@ -20,6 +20,7 @@ use crate::response::CompletionResponse;
 pub(crate) fn provider_name(id: &str) -> &str {
     match id {
         "gemini" | "google" => "gcp.gemini",
+        "bedrock" => "aws.bedrock",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
         other => other,
@@ -181,4 +182,12 @@ pub(crate) fn tool_span(name: &str, call_id: Option<&str>) -> Span {
 pub(crate) fn record_tool_error(span: &Span, error: &ToolError) {
     span.record("error.type", error.kind().as_str());
     span.record("otel.status_code", "error");
+}
+
+#[cfg(test)]
+mod bedrock_name {
+    #[test]
+    fn bedrock_is_named_as_the_conventions_name_it() {
+        assert_eq!(super::provider_name("bedrock"), "aws.bedrock");
+    }
 }

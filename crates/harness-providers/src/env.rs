@@ -67,7 +67,9 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
 /// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
-/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
+/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`,
+/// `bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0` (feature `bedrock`; the model id may
+/// hold colons), or `test`.
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an unknown provider or a
@@ -85,6 +87,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
     match provider.trim() {
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(crate::Bedrock::new(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
@@ -92,6 +96,7 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
             None => {
                 let known: Vec<&str> = ["anthropic", "gemini"]
                     .into_iter()
+                    .chain(cfg!(feature = "bedrock").then_some("bedrock"))
                     .chain(SERVICES.iter().map(|service| service.id))
                     .collect();
                 Err(Error::configuration(format!(
@@ -105,7 +110,10 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 
 /// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
 fn looked_for() -> String {
-    let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    #[allow(unused_mut)] // pushed to with the `bedrock` feature
+    let mut keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    #[cfg(feature = "bedrock")]
+    keys.push("AWS_REGION with AWS credentials or AWS_BEARER_TOKEN_BEDROCK");
     let servers: Vec<String> = local()
         .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
         .collect();
@@ -171,6 +179,10 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
             }));
         }
     }
+    #[cfg(feature = "bedrock")]
+    if let Some(choice) = bedrock_from_env()? {
+        return Ok(Some(choice));
+    }
     let client = crate::rest::client_builder()?
         .connect_timeout(Duration::from_millis(150))
         .timeout(Duration::from_millis(800))
@@ -192,6 +204,36 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
         }
     }
     Ok(None)
+}
+
+/// Bedrock, when a region and AWS credentials (or a Bedrock API key) are in the environment:
+/// the variables alone are looked at, never the instance metadata service.
+#[cfg(feature = "bedrock")]
+fn bedrock_from_env() -> Result<Option<ModelChoice>> {
+    const MODEL: &str = "amazon.nova-micro-v1:0";
+    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .find(|var| env_nonempty(var).is_some());
+    let credentials = [
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .into_iter()
+    .find(|var| env_nonempty(var).is_some());
+    let (Some(region), Some(credentials)) = (region, credentials) else {
+        return Ok(None);
+    };
+    Ok(Some(ModelChoice {
+        model: model_from_spec(&format!("bedrock:{MODEL}"))?,
+        reason: format!(
+            "{region} and {credentials} are set; using bedrock:{MODEL} (set DEEPHARNESS_MODEL \
+             to choose)"
+        ),
+    }))
 }
 
 /// Asks a loopback OpenAI-compatible server for its models; the first one's id, or

@@ -40,6 +40,20 @@ const VARIABLES: &[&str] = &[
     "AWS_REGION",
     "AWS_DEFAULT_REGION",
     "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    // What model_from_env prefers to Bedrock.
+    "DEEPHARNESS_MODEL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "CEREBRAS_API_KEY",
+    "XAI_API_KEY",
 ];
 
 fn set(name: &str, value: &str) {
@@ -136,6 +150,23 @@ fn credentials_come_from_the_environment_the_profile_files_or_an_api_key() {
         set("AWS_BEARER_TOKEN_BEDROCK", "ABSKbedrock-api-key");
         let (auth, _) = authorization(&model().unwrap(), &server).await;
         assert_eq!(auth, "Bearer ABSKbedrock-api-key");
+
+        // A spec and the environment choose Bedrock too: a region and credentials are set.
+        let spec = harness_providers::model_from_spec(
+            "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0",
+        )
+        .unwrap();
+        assert_eq!(
+            spec.info().name(),
+            "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+        );
+        let choice = harness_providers::model_from_env().await.unwrap();
+        assert_eq!(choice.model.info().name(), "bedrock:amazon.nova-micro-v1:0");
+        assert!(
+            choice.reason.contains("AWS_DEFAULT_REGION"),
+            "{}",
+            choice.reason
+        );
 
         // Nothing at all: the first request says where it looked.
         clear(&home);
