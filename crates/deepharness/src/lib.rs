@@ -94,6 +94,8 @@ pub use harness_core::{Agent, AgentEvent, AgentState, Budget, Ctx, Error, Llm, M
 pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
+#[cfg(feature = "bedrock")]
+pub use harness_providers::Bedrock;
 #[cfg(feature = "providers")]
 pub use harness_providers::{
     Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
@@ -191,6 +193,8 @@ pub mod providers {
     };
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
+    #[cfg(feature = "bedrock")]
+    pub use harness_providers::{BedrockBuilder, Guardrail, GuardrailTrace, aws_credential_types};
 }
 
 /// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),

@@ -6,6 +6,8 @@
 //!   [`Cerebras`] and the local servers [`Ollama`], [`Vllm`], [`LmStudio`], [`LlamaCpp`].
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
+//! - `Bedrock` (feature `bedrock`): AWS Bedrock's Converse API and its binary event stream,
+//!   SigV4 with AWS's credential chain or a Bedrock API key.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -37,6 +39,10 @@ mod wrappers;
 pub use anthropic::{Anthropic, AnthropicBuilder};
 #[cfg(feature = "bedrock")]
 pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
+/// AWS's credential types, for [`BedrockBuilder::credentials`] (static keys,
+/// `Credentials::new`, or a provider of your own), at the version this crate uses.
+#[cfg(feature = "bedrock")]
+pub use aws_credential_types;
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};
