@@ -191,10 +191,10 @@ pub mod providers {
         AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
         RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
-    #[cfg(feature = "providers")]
-    pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
     #[cfg(feature = "bedrock")]
     pub use harness_providers::{BedrockBuilder, Guardrail, GuardrailTrace, aws_credential_types};
+    #[cfg(feature = "providers")]
+    pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
 }
 
 /// Deterministic offline models for testing agents: [`TestModel`](testing::TestModel),

@@ -37,12 +37,12 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
-#[cfg(feature = "bedrock")]
-pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
 /// AWS's credential types, for [`BedrockBuilder::credentials`] (static keys,
 /// `Credentials::new`, or a provider of your own), at the version this crate uses.
 #[cfg(feature = "bedrock")]
 pub use aws_credential_types;
+#[cfg(feature = "bedrock")]
+pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};

@@ -10,7 +10,6 @@
 
 use aws_smithy_eventstream::frame::read_message_from;
 use aws_smithy_types::event_stream::Message;
-use bytes::BytesMut;
 use serde_json::Value;
 
 use crate::rest::SseEvent;
@@ -25,8 +24,9 @@ const SMALLEST: usize = PRELUDE + 4;
 /// its payload.
 #[derive(Debug, Default)]
 pub(crate) struct EventStream {
-    /// Bytes of frames not yet whole.
-    buffer: BytesMut,
+    /// Bytes of frames not yet whole, from `start` on (the frames before it are read).
+    buffer: Vec<u8>,
+    start: usize,
     /// The total length of the frame being read, once its prelude has been checked (0 before).
     frame: usize,
     /// The payload of the last event, when it was not valid UTF-8 (lent out repaired).
@@ -43,8 +43,9 @@ impl EventStream {
     /// Reads the frames whole in the buffer.
     fn frames(&mut self, on_event: &mut impl FnMut(Framed<'_>)) {
         loop {
+            let held = &self.buffer[self.start..];
             if self.frame == 0 {
-                let Some(prelude) = self.buffer.get(..PRELUDE) else {
+                let Some(prelude) = held.get(..PRELUDE) else {
                     return;
                 };
                 match check_prelude(prelude) {
@@ -52,10 +53,10 @@ impl EventStream {
                     Err(what) => return self.fail(FrameError::Corrupt(what), on_event),
                 }
             }
-            if self.buffer.len() < self.frame {
+            let Some(mut frame) = held.get(..self.frame) else {
                 return;
-            }
-            let mut frame = self.buffer.split_to(self.frame);
+            };
+            self.start += self.frame;
             self.frame = 0;
             let message = match read_message_from(&mut frame) {
                 Ok(message) => message,
@@ -126,7 +127,8 @@ impl EventStream {
 
     fn fail(&mut self, error: FrameError, on_event: &mut impl FnMut(Framed<'_>)) {
         self.failed = true;
-        self.buffer = BytesMut::new();
+        self.buffer = Vec::new();
+        self.start = 0;
         self.frame = 0;
         on_event(Err(error));
     }
@@ -139,19 +141,25 @@ impl Framing for EventStream {
         if self.failed || chunk.is_empty() {
             return;
         }
+        // The frames read are dropped before more bytes come: the buffer holds at most one
+        // frame not yet whole and the chunk.
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.start = 0;
+        }
         self.buffer.extend_from_slice(chunk);
         self.frames(on_event);
     }
 
     fn finish(&mut self, on_event: &mut impl FnMut(Framed<'_>)) {
-        if !self.failed && !self.buffer.is_empty() {
-            let held = self.buffer.len();
+        let held = self.buffer.len() - self.start;
+        if !self.failed && held > 0 {
             self.fail(FrameError::Cut(held), on_event);
         }
     }
 
     fn buffered(&self) -> usize {
-        self.buffer.len().max(self.frame)
+        (self.buffer.len() - self.start).max(self.frame)
     }
 }
 
