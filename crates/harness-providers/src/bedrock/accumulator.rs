@@ -482,3 +482,53 @@ impl Accumulator for ConverseAccumulator<'_> {
         Ok(response)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stop_reason_converse_names_is_mapped() {
+        for (reason, finish) in [
+            ("end_turn", FinishReason::Stop),
+            ("tool_use", FinishReason::Stop),
+            ("stop_sequence", FinishReason::Stop),
+            ("max_tokens", FinishReason::Length),
+            ("model_context_window_exceeded", FinishReason::Length),
+            ("guardrail_intervened", FinishReason::Filtered),
+            ("content_filtered", FinishReason::Filtered),
+            ("malformed_tool_use", FinishReason::MalformedToolCall),
+            ("something_new", FinishReason::Other),
+        ] {
+            assert_eq!(stop_reason(reason), finish, "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_stream_needs_its_stop_and_its_metadata() {
+        let mut accumulator = ConverseAccumulator::new(super::super::VENDOR);
+        let mut emit = |_: LlmEvent| {};
+        let event = |event: &'static str, data: &'static str| SseEvent {
+            event,
+            data,
+            id: None,
+        };
+        accumulator
+            .feed(
+                event("messageStop", r#"{"stopReason":"guardrail_intervened"}"#),
+                &mut emit,
+            )
+            .unwrap();
+        let err = accumulator.finish().unwrap_err();
+        assert!(err.to_string().contains("metadata"), "{err}");
+        accumulator
+            .feed(
+                event("metadata", r#"{"usage":{"inputTokens":3}}"#),
+                &mut emit,
+            )
+            .unwrap();
+        let turn = accumulator.finish().unwrap();
+        assert_eq!(turn.finish_reason(), FinishReason::Filtered);
+        assert_eq!(turn.usage(), Some(&TokenUsage::new(3, 0, 3)));
+    }
+}
