@@ -45,7 +45,7 @@ const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
 const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
 
 /// Reads a whole recorded stream body (server-sent events; AWS's event stream for
-/// [`Format::Bedrock`]) the way the vendor's provider reads a live one, in
+/// `Format::Bedrock`) the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
 ///
 /// # Errors
