@@ -41,6 +41,13 @@ pub mod vertex {
     #![doc = include_str!("../guide/vertex.md")]
 }
 
+/// AWS Bedrock: credentials, regions, model ids and inference profiles, what Converse
+/// supports (feature `bedrock`).
+#[cfg(feature = "bedrock")]
+pub mod bedrock {
+    #![doc = include_str!("../guide/bedrock.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

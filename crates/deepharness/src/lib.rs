@@ -94,6 +94,8 @@ pub use harness_core::{Agent, AgentEvent, AgentState, Budget, Ctx, Error, Llm, M
 pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
+#[cfg(feature = "bedrock")]
+pub use harness_providers::Bedrock;
 #[cfg(feature = "providers")]
 pub use harness_providers::OpenAiResponses;
 pub use harness_providers::Vertex;
@@ -200,6 +202,8 @@ pub mod providers {
         AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,
         OpenAiBuilder, RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
+    #[cfg(feature = "bedrock")]
+    pub use harness_providers::{BedrockBuilder, Guardrail, GuardrailTrace, aws_credential_types};
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
 }

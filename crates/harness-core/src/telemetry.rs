@@ -23,6 +23,7 @@ pub(crate) fn provider_name(id: &str) -> &str {
         // One service, two of its APIs.
         "openai-responses" => "openai",
         "vertex" => "gcp.vertex_ai",
+        "bedrock" => "aws.bedrock",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
         // The conventions' name is this library's id.
@@ -191,8 +192,10 @@ pub(crate) fn record_tool_error(span: &Span, error: &ToolError) {
 #[cfg(test)]
 mod provider_name_tests {
     #[test]
-    fn vertex_ai_is_named_as_the_conventions_name_it() {
+    fn the_clouds_are_named_as_the_conventions_name_them() {
         assert_eq!(super::provider_name("vertex"), "gcp.vertex_ai");
+        assert_eq!(super::provider_name("bedrock"), "aws.bedrock");
+        assert_eq!(super::provider_name("openai-responses"), "openai");
         assert_eq!(super::provider_name("gemini"), "gcp.gemini");
         assert_eq!(super::provider_name("groq"), "groq");
     }

@@ -81,7 +81,9 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`;
 /// `vertex:gemini-2.5-flash` and `vertex:claude-sonnet-4@20250514` on Google Vertex AI
 /// ([`Vertex::new`]: the environment's project, location and credentials; a `claude-...`
-/// model is Anthropic's, any other Google's).
+/// model is Anthropic's, any other Google's);
+/// `bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0` (feature `bedrock`; the model id may
+/// hold colons).
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an unknown provider or a
@@ -103,15 +105,24 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
         "vertex" if model.starts_with("claude") => Ok(Arc::new(Vertex::new()?.anthropic(model)?)),
         "vertex" => Ok(Arc::new(Vertex::new()?.gemini(model)?)),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(crate::Bedrock::new(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
             )),
             None => {
-                let known: Vec<&str> = ["anthropic", "gemini", "cohere", "openai-responses", "vertex"]
-                    .into_iter()
-                    .chain(SERVICES.iter().map(|service| service.id))
-                    .collect();
+                let known: Vec<&str> = [
+                    "anthropic",
+                    "gemini",
+                    "cohere",
+                    "openai-responses",
+                    "vertex",
+                ]
+                .into_iter()
+                .chain(cfg!(feature = "bedrock").then_some("bedrock"))
+                .chain(SERVICES.iter().map(|service| service.id))
+                .collect();
                 Err(Error::configuration(format!(
                     "unknown provider '{id}' in '{spec}'; use one of {}, or test",
                     known.join(", ")
@@ -123,7 +134,10 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 
 /// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
 fn looked_for() -> String {
-    let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    #[allow(unused_mut)] // pushed to with the `bedrock` feature
+    let mut keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    #[cfg(feature = "bedrock")]
+    keys.push("AWS_REGION with AWS credentials or AWS_BEARER_TOKEN_BEDROCK");
     let servers: Vec<String> = local()
         .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
         .collect();
@@ -190,6 +204,10 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
             }));
         }
     }
+    #[cfg(feature = "bedrock")]
+    if let Some(choice) = bedrock_from_env()? {
+        return Ok(Some(choice));
+    }
     let client = crate::rest::client_builder()?
         .connect_timeout(Duration::from_millis(150))
         .timeout(Duration::from_millis(800))
@@ -211,6 +229,36 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
         }
     }
     Ok(None)
+}
+
+/// Bedrock, when a region and AWS credentials (or a Bedrock API key) are in the environment:
+/// the variables alone are looked at, never the instance metadata service.
+#[cfg(feature = "bedrock")]
+fn bedrock_from_env() -> Result<Option<ModelChoice>> {
+    const MODEL: &str = "amazon.nova-micro-v1:0";
+    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .find(|var| env_nonempty(var).is_some());
+    let credentials = [
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .into_iter()
+    .find(|var| env_nonempty(var).is_some());
+    let (Some(region), Some(credentials)) = (region, credentials) else {
+        return Ok(None);
+    };
+    Ok(Some(ModelChoice {
+        model: model_from_spec(&format!("bedrock:{MODEL}"))?,
+        reason: format!(
+            "{region} and {credentials} are set; using bedrock:{MODEL} (set DEEPHARNESS_MODEL \
+             to choose)"
+        ),
+    }))
 }
 
 /// Asks a loopback OpenAI-compatible server for its models; the first one's id, or

@@ -12,6 +12,8 @@
 //! - [`Vertex`]: Google Vertex AI, a connection handing out [`Gemini`] and [`Anthropic`]
 //!   models of a Google Cloud project, with Application Default Credentials (feature
 //!   `vertex`), a token source or an API key.
+//! - `Bedrock` (feature `bedrock`): AWS Bedrock's Converse API and its binary event stream,
+//!   SigV4 with AWS's credential chain or a Bedrock API key.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -27,6 +29,8 @@
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
+#[cfg(feature = "bedrock")]
+mod bedrock;
 mod cohere;
 mod connection;
 mod env;
@@ -44,6 +48,12 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+/// AWS's credential types, for [`BedrockBuilder::credentials`] (static keys,
+/// `Credentials::new`, or a provider of your own), at the version this crate uses.
+#[cfg(feature = "bedrock")]
+pub use aws_credential_types;
+#[cfg(feature = "bedrock")]
+pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
 pub use cohere::{Cohere, CohereBuilder};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};

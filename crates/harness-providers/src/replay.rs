@@ -38,6 +38,10 @@ pub enum Format {
     Cohere,
     /// The OpenAI Responses API.
     OpenAiResponses,
+    /// AWS Bedrock Converse, and ConverseStream's binary event stream
+    /// (`application/vnd.amazon.eventstream`) for a stream. Feature `bedrock`.
+    #[cfg(feature = "bedrock")]
+    Bedrock,
 }
 
 const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
@@ -46,7 +50,8 @@ const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
 const COHERE: Vendor<'static> = Vendor::new("cohere", "Cohere");
 const RESPONSES: Vendor<'static> = Vendor::new("openai-responses", "OpenAI");
 
-/// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
+/// Reads a whole recorded stream body (server-sent events; AWS's event stream for
+/// `Format::Bedrock`) the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
 ///
 /// # Errors
@@ -88,6 +93,14 @@ pub fn decode_stream(
             chunk,
             emit,
         ),
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => rest::stream::decode_framed(
+            crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR),
+            crate::bedrock::EventStream::new(),
+            body,
+            chunk,
+            emit,
+        ),
     }
 }
 
@@ -110,5 +123,8 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
         Format::OpenAiResponses => {
             crate::responses::ResponsesAccumulator::new(RESPONSES).answer("/responses", &bytes)
         }
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR)
+            .answer("/model/recorded/converse", &bytes),
     }
 }

@@ -350,3 +350,24 @@ impl Vendor {
         }
     }
 }
+
+/// One frame of AWS's event stream (Bedrock's ConverseStream) with string headers, written by
+/// AWS's own encoder.
+pub fn eventstream_frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let mut message = Message::new(bytes::Bytes::copy_from_slice(payload));
+    for (name, value) in headers {
+        message = message.add_header(Header::new(
+            (*name).to_owned(),
+            HeaderValue::String((*value).to_owned().into()),
+        ));
+    }
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+    out
+}
+
+/// The CRC32 an event-stream frame's prelude and message carry.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
