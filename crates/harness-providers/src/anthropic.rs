@@ -295,7 +295,7 @@ impl Llm for Anthropic {
         // The price table knows Claude models under `anthropic`, whichever cloud serves them.
         let info = crate::models::info("anthropic", &self.model, supports);
         let mut info = crate::models::priced(info, self.prices);
-        info.provider = self.route.vendor.id.to_owned();
+        self.route.vendor.id.clone_into(&mut info.provider);
         info
     }
 }

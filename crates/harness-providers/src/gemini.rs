@@ -256,7 +256,7 @@ impl Llm for Gemini {
         // The price table knows Gemini models under `gemini`, whichever cloud serves them.
         let info = crate::models::info("gemini", &self.model, supports);
         let mut info = crate::models::priced(info, self.prices);
-        info.provider = self.vendor.id.to_owned();
+        self.vendor.id.clone_into(&mut info.provider);
         info
     }
 }

@@ -59,7 +59,8 @@ const fn claude(prefix: &'static str, input: f64, read: f64, write: f64, output:
     }
 }
 
-/// The table, taken from the vendors' pricing pages in December 2025.
+/// The table: the vendors' list prices as of December 2025. Prices change; a builder's
+/// `prices(...)` setting overrides a row.
 #[rustfmt::skip]
 const TABLE: &[Entry] = &[
     // OpenAI: input, cached input, output.

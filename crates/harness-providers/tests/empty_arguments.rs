@@ -13,12 +13,15 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 5] = [
+const VENDORS: [Vendor; 8] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Cohere,
     Vendor::Responses,
+    Vendor::VertexGemini,
+    Vendor::VertexAnthropic,
+    Vendor::Bedrock,
 ];
 
 /// How a call's arguments are sent.
@@ -78,22 +81,46 @@ impl Vendor {
     fn format(self) -> Format {
         match self {
             Self::OpenAi => Format::OpenAi,
-            Self::Anthropic => Format::Anthropic,
-            Self::Gemini => Format::Gemini,
+            Self::Anthropic | Self::VertexAnthropic => Format::Anthropic,
+            Self::Gemini | Self::VertexGemini => Format::Gemini,
             Self::Cohere => Format::Cohere,
             Self::Responses => Format::OpenAiResponses,
+            Self::Bedrock => Format::Bedrock,
         }
     }
 
-    fn event(self, data: &Value) -> String {
+    /// One event of the vendor's stream; Bedrock's a binary frame of the event type `type`
+    /// names, its payload the rest.
+    fn event(self, data: &Value) -> Vec<u8> {
+        let kind = || data["type"].as_str().unwrap();
         match self {
-            Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Cohere | Self::Responses => format!(
-                "event: {}\ndata: {data}\n\n",
-                data["type"].as_str().unwrap()
-            ),
-            Self::Gemini => format!("data: {data}\r\n\r\n"),
+            Self::OpenAi => format!("data: {data}\n\n").into_bytes(),
+            Self::Anthropic | Self::VertexAnthropic | Self::Cohere | Self::Responses => {
+                format!("event: {}\ndata: {data}\n\n", kind()).into_bytes()
+            }
+            Self::Gemini | Self::VertexGemini => format!("data: {data}\r\n\r\n").into_bytes(),
+            Self::Bedrock => {
+                let mut payload = data.clone();
+                payload.as_object_mut().unwrap().remove("type");
+                support::eventstream_frame(
+                    &[
+                        (":event-type", kind()),
+                        (":content-type", "application/json"),
+                        (":message-type", "event"),
+                    ],
+                    payload.to_string().as_bytes(),
+                )
+            }
         }
+    }
+
+    /// A stream of `events`, with the `[DONE]` after them where the vendor sends one.
+    fn body(self, events: &[Value], done: bool) -> Vec<u8> {
+        let mut body: Vec<u8> = events.iter().flat_map(|event| self.event(event)).collect();
+        if done {
+            body.extend_from_slice(b"data: [DONE]\n\n");
+        }
+        body
     }
 
     /// A non-streamed turn with one call of `now`.
@@ -107,7 +134,7 @@ impl Vendor {
                             {"id": "call_1", "type": "function", "function": function}]}}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}})
             }
-            Self::Anthropic => {
+            Self::Anthropic | Self::VertexAnthropic => {
                 let block = with(
                     json!({"type": "tool_use", "id": "toolu_1", "name": "now"}),
                     "input",
@@ -117,7 +144,7 @@ impl Vendor {
                     "content": [block], "stop_reason": "tool_use",
                     "usage": {"input_tokens": 5, "output_tokens": 3}})
             }
-            Self::Gemini => {
+            Self::Gemini | Self::VertexGemini => {
                 let call = with(json!({"name": "now"}), "args", args.value());
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
@@ -132,7 +159,27 @@ impl Vendor {
             Self::Responses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "output": [Self::responses_call(args.value())],
                 "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
+            Self::Bedrock => {
+                let tool = with(
+                    json!({"toolUseId": "tooluse_1", "name": "now"}),
+                    "input",
+                    args.value(),
+                );
+                json!({"output": {"message": {"role": "assistant", "content": [
+                    {"toolUse": tool}]}}, "stopReason": "tool_use",
+                    "usage": {"inputTokens": 5, "outputTokens": 3, "totalTokens": 8}})
+            }
         }
+    }
+
+    /// ConverseStream's last events: the stop and the metadata with the usage.
+    fn bedrock_end(stop_reason: &str) -> [Value; 2] {
+        [
+            json!({"type": "messageStop", "stopReason": stop_reason}),
+            json!({"type": "metadata",
+                "usage": {"inputTokens": 5, "outputTokens": 3, "totalTokens": 8},
+                "metrics": {"latencyMs": 9}}),
+        ]
     }
 
     /// A Responses `function_call` item of `now`, its arguments as given.
@@ -148,8 +195,9 @@ impl Vendor {
     /// A streamed turn with one call of `now`, its arguments as the vendor streams them:
     /// OpenAI's and Anthropic's text in fragments (Anthropic's block opening with the `{}`
     /// placeholder it sends), a `null` or no arguments in the call's first event; Gemini's
-    /// value whole in one chunk.
-    fn stream(self, args: Args) -> String {
+    /// value whole in one chunk; Bedrock's text in `toolUse` deltas, a `null` or no input in
+    /// the block's start.
+    fn stream(self, args: Args) -> Vec<u8> {
         let events: Vec<Value> = match self {
             Self::OpenAi => {
                 let mut function = json!({"name": "now"});
@@ -169,7 +217,7 @@ impl Vendor {
                     {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
                 events
             }
-            Self::Anthropic => {
+            Self::Anthropic | Self::VertexAnthropic => {
                 let input = match args {
                     Args::Absent => None,
                     Args::Null => Some(Value::Null),
@@ -198,7 +246,7 @@ impl Vendor {
                 ]);
                 events
             }
-            Self::Gemini => vec![self.answer(args)],
+            Self::Gemini | Self::VertexGemini => vec![self.answer(args)],
             Self::Cohere => {
                 let mut function = json!({"name": "now"});
                 if let Args::Null = args {
@@ -244,19 +292,42 @@ impl Vendor {
                 ]);
                 events
             }
+            Self::Bedrock => Self::bedrock_stream(args),
         };
-        let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if matches!(self, Self::OpenAi | Self::Cohere) {
-            body.push_str("data: [DONE]\n\n");
+        self.body(&events, matches!(self, Self::OpenAi | Self::Cohere))
+    }
+
+    /// ConverseStream's events for a call of `now`: the input as text in `toolUse` deltas,
+    /// a `null` or no input in the block's start.
+    fn bedrock_stream(args: Args) -> Vec<Value> {
+        let input = match args {
+            Args::Null => Some(Value::Null),
+            Args::Absent | Args::Text(_) => None,
+        };
+        let tool = with(
+            json!({"toolUseId": "tooluse_1", "name": "now"}),
+            "input",
+            input,
+        );
+        let mut events = vec![
+            json!({"type": "messageStart", "role": "assistant"}),
+            json!({"type": "contentBlockStart", "contentBlockIndex": 0,
+                "start": {"toolUse": tool}}),
+        ];
+        for piece in args.pieces() {
+            events.push(json!({"type": "contentBlockDelta", "contentBlockIndex": 0,
+                "delta": {"toolUse": {"input": piece}}}));
         }
-        body
+        events.push(json!({"type": "contentBlockStop", "contentBlockIndex": 0}));
+        events.extend(Self::bedrock_end("tool_use"));
+        events
     }
 
     /// The turn read as the vendor's provider reads it.
     fn read(self, args: Args, streamed: bool) -> CompletionResponse {
         if streamed {
             let body = self.stream(args);
-            decode_stream(self.format(), body.as_bytes(), 7, |_| {}).unwrap()
+            decode_stream(self.format(), &body, 7, |_| {}).unwrap()
         } else {
             decode_answer(self.format(), &self.answer(args)).unwrap()
         }
@@ -264,7 +335,8 @@ impl Vendor {
 
     fn streams(self, request: &support::Request) -> bool {
         match self {
-            Self::Gemini => request.target.contains("streamGenerateContent"),
+            Self::Gemini | Self::VertexGemini => request.target.contains("streamGenerateContent"),
+            Self::Bedrock => request.target.ends_with("/converse-stream"),
             _ => request.json()["stream"] == json!(true),
         }
     }
@@ -275,28 +347,35 @@ impl Vendor {
             Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}]}),
-            Self::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"id": "msg_2", "type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 5, "output_tokens": 3}}),
-            Self::Gemini => json!({"candidates": [{"content": {"role": "model",
-                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+                "usage": {"input_tokens": 5, "output_tokens": 3}})
+            }
+            Self::Gemini | Self::VertexGemini => {
+                json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]})
+            }
             Self::Cohere => json!({"id": "c-2", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE"}),
             Self::Responses => json!({"id": "resp_2", "object": "response",
                 "status": "completed", "output": [{"type": "message", "id": "msg_1",
                 "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
+            Self::Bedrock => json!({"output": {"message": {"role": "assistant",
+                "content": [{"text": text}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 5, "outputTokens": 3, "totalTokens": 8}}),
         }
     }
 
     /// A streamed text answer.
-    fn text_stream(self, text: &str) -> String {
+    fn text_stream(self, text: &str) -> Vec<u8> {
         let events = match self {
             Self::OpenAi => vec![
                 json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
                     "finish_reason": null}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
             ],
-            Self::Anthropic => vec![
+            Self::Anthropic | Self::VertexAnthropic => vec![
                 json!({"type": "message_start", "message": {"id": "msg_2", "type": "message",
                     "role": "assistant", "content": [], "model": "m",
                     "usage": {"input_tokens": 5, "output_tokens": 1}}}),
@@ -309,7 +388,7 @@ impl Vendor {
                     "usage": {"output_tokens": 3}}),
                 json!({"type": "message_stop"}),
             ],
-            Self::Gemini => vec![self.text_answer(text)],
+            Self::Gemini | Self::VertexGemini => vec![self.text_answer(text)],
             Self::Cohere => vec![
                 json!({"id": "c-2", "type": "message-start", "delta": {"message": {
                     "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
@@ -326,12 +405,18 @@ impl Vendor {
                     "item_id": "msg_1", "delta": text}),
                 json!({"type": "response.completed", "response": self.text_answer(text)}),
             ],
+            Self::Bedrock => {
+                let mut events = vec![
+                    json!({"type": "messageStart", "role": "assistant"}),
+                    json!({"type": "contentBlockDelta", "contentBlockIndex": 0,
+                        "delta": {"text": text}}),
+                    json!({"type": "contentBlockStop", "contentBlockIndex": 0}),
+                ];
+                events.extend(Self::bedrock_end("end_turn"));
+                events
+            }
         };
-        let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self == Self::OpenAi {
-            body.push_str("data: [DONE]\n\n");
-        }
-        body
+        self.body(&events, self == Self::OpenAi)
     }
 }
 

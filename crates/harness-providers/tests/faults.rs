@@ -1,8 +1,9 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! the OpenAI Responses API; Anthropic Messages; Gemini; Cohere's v2 chat), streamed and not,
-//! and through an `Agent`.
+//! the OpenAI Responses API; Anthropic Messages; Gemini; Cohere's v2 chat; Gemini and Claude
+//! on Vertex AI; Bedrock Converse, whose stream is AWS's binary event stream), streamed and
+//! not, and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -28,7 +29,9 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
+use harness_providers::{
+    Anthropic, Bedrock, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy, Vertex,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -248,15 +251,34 @@ enum Vendor {
     Gemini,
     Cohere,
     Responses,
+    /// Gemini and Claude on Google Vertex AI: the formats above, on Vertex's paths.
+    VertexGemini,
+    VertexAnthropic,
+    Bedrock,
 }
 
-const VENDORS: [Vendor; 5] = [
+const VENDORS: [Vendor; 8] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Cohere,
     Vendor::Responses,
+    Vendor::VertexGemini,
+    Vendor::VertexAnthropic,
+    Vendor::Bedrock,
 ];
+
+/// One frame of AWS's event stream: a ConverseStream event of type `kind`.
+fn frame(kind: &str, payload: &[u8]) -> Vec<u8> {
+    support::eventstream_frame(
+        &[
+            (":event-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        payload,
+    )
+}
 
 /// The error type of the errors the suite's Cohere sends.
 const COHERE_ERROR_TYPE: &str = "SERVICE_UNAVAILABLE";
@@ -301,6 +323,13 @@ fn quick() -> Knobs {
 }
 
 macro_rules! configure {
+    ($builder:expr, $url:expr, $knobs:expr) => {
+        Arc::new(configured!($builder, $url, $knobs))
+    };
+}
+
+/// The connection settings of `knobs` on a provider's (or a cloud's) builder, built.
+macro_rules! configured {
     ($builder:expr, $url:expr, $knobs:expr) => {{
         let knobs: Knobs = $knobs;
         let mut builder = $builder
@@ -313,8 +342,18 @@ macro_rules! configure {
         if let Some(bytes) = knobs.max_bytes {
             builder = builder.max_response_bytes(bytes);
         }
-        Arc::new(builder.build().unwrap())
+        builder.build().unwrap()
     }};
+}
+
+/// A Vertex AI connection to the fault server: a project and a location, a key (any
+/// credentials do; the key needs no token endpoint).
+fn vertex(url: &str, knobs: Knobs) -> Vertex {
+    configured!(
+        Vertex::builder().project("p").location("us-east5"),
+        url,
+        knobs
+    )
 }
 
 impl Vendor {
@@ -325,6 +364,26 @@ impl Vendor {
             Self::Gemini => "gemini",
             Self::Cohere => "cohere",
             Self::Responses => "openai-responses",
+            Self::VertexGemini | Self::VertexAnthropic => "vertex",
+            Self::Bedrock => "bedrock",
+        }
+    }
+
+    /// The name probes and their markers go by: the id, and for a cloud the model kind.
+    fn name(self) -> &'static str {
+        match self {
+            Self::VertexGemini => "vertex-gemini",
+            Self::VertexAnthropic => "vertex-anthropic",
+            direct => direct.id(),
+        }
+    }
+
+    /// The direct vendor whose wire format this one speaks.
+    fn wire(self) -> Self {
+        match self {
+            Self::VertexGemini => Self::Gemini,
+            Self::VertexAnthropic => Self::Anthropic,
+            direct => direct,
         }
     }
 
@@ -335,29 +394,93 @@ impl Vendor {
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
             Self::Cohere => configure!(Cohere::builder("m"), url, knobs),
             Self::Responses => configure!(OpenAiResponses::builder("m"), url, knobs),
+            // Served on Vertex's paths: a project and a location, the model in the URL.
+            Self::VertexGemini => Arc::new(vertex(url, knobs).gemini("m").unwrap()),
+            Self::VertexAnthropic => Arc::new(vertex(url, knobs).anthropic("m").unwrap()),
+            // A Bedrock API key: the signing path has its own probes in fixtures_bedrock.
+            Self::Bedrock => configure!(Bedrock::builder("m").region("us-east-1"), url, knobs),
         }
     }
 
     /// Whether a request asked for a stream.
     fn streams(self, seen: &Seen) -> bool {
         match self {
-            Self::Gemini => seen.target.contains("streamGenerateContent"),
+            Self::Gemini | Self::VertexGemini => seen.target.contains("streamGenerateContent"),
+            Self::Bedrock => seen.target.ends_with("/converse-stream"),
             _ => seen.body["stream"] == json!(true),
         }
     }
 
     /// One event of the vendor's stream (Gemini separates events with CR LF CR LF, as it
-    /// does on the wire).
+    /// does on the wire; Bedrock's is a binary frame, its type from `data["type"]`, which
+    /// the payload keeps: Converse reads past a key it does not know).
     fn event(self, data: &Value) -> Vec<u8> {
+        self.event_bytes(
+            data.to_string().as_bytes(),
+            data["type"].as_str().unwrap_or(""),
+        )
+    }
+
+    /// An event whose data is `json` as given (perhaps not valid UTF-8), of type `kind`.
+    fn event_bytes(self, json: &[u8], kind: &str) -> Vec<u8> {
+        let json = String::from_utf8_lossy(json);
         match self {
-            Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Cohere | Self::Responses => format!(
-                "event: {}\ndata: {data}\n\n",
-                data["type"].as_str().unwrap()
-            ),
-            Self::Gemini => format!("data: {data}\r\n\r\n"),
+            Self::OpenAi => format!("data: {json}\n\n").into_bytes(),
+            Self::Anthropic | Self::VertexAnthropic | Self::Cohere | Self::Responses => {
+                format!("event: {kind}\ndata: {json}\n\n").into_bytes()
+            }
+            Self::Gemini | Self::VertexGemini => format!("data: {json}\r\n\r\n").into_bytes(),
+            Self::Bedrock => frame(kind, json.as_bytes()),
         }
-        .into_bytes()
+    }
+
+    /// A text delta whose JSON has `splices` (marker, raw byte) put in: bytes that are not
+    /// UTF-8, inside a string or in the JSON itself.
+    fn delta_spliced(self, text: &str, splices: &[(&str, u8)], in_json: bool) -> Vec<u8> {
+        if self != Self::Bedrock {
+            let mut event = self.delta(text);
+            for (marker, byte) in splices {
+                event = splice(&event, marker, *byte);
+            }
+            if in_json {
+                let last = event.iter().rposition(|&b| b == b'}').unwrap();
+                event.insert(last, 0xFF);
+            }
+            return event;
+        }
+        let mut payload = bedrock_delta(0, text).to_string().into_bytes();
+        for (marker, byte) in splices {
+            payload = splice(&payload, marker, *byte);
+        }
+        if in_json {
+            let last = payload.iter().rposition(|&b| b == b'}').unwrap();
+            payload.insert(last, 0xFF);
+        }
+        frame("contentBlockDelta", &payload)
+    }
+
+    /// Bytes that keep a stream busy without an event that counts: an SSE comment, or a
+    /// Bedrock event of a type Converse does not know.
+    fn keepalive(self) -> Vec<u8> {
+        match self {
+            Self::Bedrock => frame("ping", b"{}"),
+            _ => b": ping\n\n".to_vec(),
+        }
+    }
+
+    /// The start of one event that declares (or, for SSE, runs on to) 50 MiB and more.
+    fn huge_event_start(self) -> Vec<u8> {
+        match self {
+            Self::Bedrock => {
+                let mut prelude = Vec::new();
+                prelude.extend_from_slice(&(60_u32 << 20).to_be_bytes());
+                prelude.extend_from_slice(&0_u32.to_be_bytes());
+                let crc = support::crc32(&prelude);
+                prelude.extend_from_slice(&crc.to_be_bytes());
+                prelude
+            }
+            _ => b"data: {\"x\": \"".to_vec(),
+        }
     }
 
     /// The events before the first delta.
@@ -366,7 +489,7 @@ impl Vendor {
             Self::OpenAi => self.event(&json!({"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}
             ]})),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "message_start", "message": {
                     "id": "msg_1", "type": "message", "role": "assistant", "content": [],
                     "model": "m", "stop_reason": null,
@@ -375,7 +498,8 @@ impl Vendor {
                     "content_block": {"type": "text", "text": ""}})),
             ]
             .concat(),
-            Self::Gemini => Vec::new(),
+            Self::Gemini | Self::VertexGemini => Vec::new(),
+            Self::Bedrock => frame("messageStart", br#"{"role":"assistant"}"#),
             Self::Cohere => [
                 self.event(
                     &json!({"id": "c-1", "type": "message-start", "delta": {"message": {
@@ -402,13 +526,21 @@ impl Vendor {
 
     /// One text delta.
     fn delta(self, text: &str) -> Vec<u8> {
+        if self == Self::Bedrock {
+            return frame(
+                "contentBlockDelta",
+                bedrock_delta(0, text).to_string().as_bytes(),
+            );
+        }
         self.event(&match self {
             Self::OpenAi => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
-            Self::Anthropic => json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": text}}),
-            Self::Gemini => json!({"candidates": [
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text}})
+            }
+            Self::Gemini | Self::VertexGemini | Self::Bedrock => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
             Self::Cohere => json!({"type": "content-delta", "index": 0,
@@ -428,7 +560,7 @@ impl Vendor {
                 b"data: [DONE]\n\n".to_vec(),
             ]
             .concat(),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "content_block_stop", "index": 0})),
                 self.event(&json!({"type": "message_delta",
                     "delta": {"stop_reason": "end_turn", "stop_sequence": null},
@@ -436,11 +568,17 @@ impl Vendor {
                 self.event(&json!({"type": "message_stop"})),
             ]
             .concat(),
-            Self::Gemini => self.event(&json!({"candidates": [
+            Self::Gemini | Self::VertexGemini => self.event(&json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": ""}]},
                  "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
                     "totalTokenCount": 19}})),
+            Self::Bedrock => [
+                frame("contentBlockStop", br#"{"contentBlockIndex":0}"#),
+                frame("messageStop", br#"{"stopReason":"end_turn"}"#),
+                bedrock_metadata(),
+            ]
+            .concat(),
             Self::Cohere => [
                 self.event(&json!({"type": "content-end", "index": 0})),
                 self.cohere_end("COMPLETE"),
@@ -481,9 +619,14 @@ impl Vendor {
     fn error_object(self) -> Value {
         match self {
             Self::OpenAi => json!({"message": VENDOR_MESSAGE, "type": "server_error"}),
-            Self::Anthropic => json!({"type": "overloaded_error", "message": VENDOR_MESSAGE}),
-            Self::Gemini => {
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "overloaded_error", "message": VENDOR_MESSAGE})
+            }
+            Self::Gemini | Self::VertexGemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
+            }
+            Self::Bedrock => {
+                json!({"__type": "serviceUnavailableException", "message": VENDOR_MESSAGE})
             }
             Self::Cohere => json!({"message": VENDOR_MESSAGE, "error_type": COHERE_ERROR_TYPE}),
             Self::Responses => json!({"code": "server_error", "message": VENDOR_MESSAGE}),
@@ -494,9 +637,10 @@ impl Vendor {
     fn error_type(self) -> &'static str {
         match self {
             Self::OpenAi | Self::Responses => "server_error",
-            Self::Anthropic => "overloaded_error",
-            Self::Gemini => "UNAVAILABLE",
+            Self::Anthropic | Self::VertexAnthropic => "overloaded_error",
+            Self::Gemini | Self::VertexGemini => "UNAVAILABLE",
             Self::Cohere => COHERE_ERROR_TYPE,
+            Self::Bedrock => "serviceUnavailableException",
         }
     }
 
@@ -504,7 +648,18 @@ impl Vendor {
     /// turn with an error).
     fn error_event(self) -> Vec<u8> {
         match self {
-            Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
+            // A frame of `:message-type` exception, named by `:exception-type`.
+            Self::Bedrock => support::eventstream_frame(
+                &[
+                    (":exception-type", "serviceUnavailableException"),
+                    (":content-type", "application/json"),
+                    (":message-type", "exception"),
+                ],
+                json!({"message": VENDOR_MESSAGE}).to_string().as_bytes(),
+            ),
+            Self::Anthropic | Self::VertexAnthropic => {
+                self.event(&json!({"type": "error", "error": self.error_object()}))
+            }
             Self::Cohere => self.event(&json!({"type": "message-end", "delta": {
                 "finish_reason": "ERROR", "usage": {}, "error": VENDOR_MESSAGE,
                 "error_type": COHERE_ERROR_TYPE}})),
@@ -518,7 +673,12 @@ impl Vendor {
     /// The error as a 200 body.
     fn error_answer(self) -> Value {
         match self {
-            Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"type": "error", "error": self.error_object()})
+            }
+            // What Bedrock calls the error, in a gateway's 200 body.
+            Self::Bedrock => json!({"error": {"__type": "serviceUnavailableException",
+                "message": VENDOR_MESSAGE}}),
             Self::Cohere => self.error_object(),
             // A response that failed.
             Self::Responses => json!({"id": "resp_1", "object": "response", "status": "failed",
@@ -534,11 +694,18 @@ impl Vendor {
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
-            Self::Anthropic => json!({"id": "msg_1", "type": "message", "role": "assistant",
+            Self::Anthropic | Self::VertexAnthropic => {
+                json!({"id": "msg_1", "type": "message", "role": "assistant",
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 12, "output_tokens": 7}}),
-            Self::Gemini => json!({"candidates": [{"content": {"role": "model",
-                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
+                "usage": {"input_tokens": 12, "output_tokens": 7}})
+            }
+            Self::Gemini | Self::VertexGemini => {
+                json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]})
+            }
+            Self::Bedrock => json!({"output": {"message": {"role": "assistant",
+                "content": [{"text": text}]}}, "stopReason": "end_turn",
+                "usage": {"inputTokens": 12, "outputTokens": 7, "totalTokens": 19}}),
             Self::Cohere => json!({"id": "c-1", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE",
                 "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}}),
@@ -550,12 +717,15 @@ impl Vendor {
         };
         if !finished {
             match self {
+                Self::Bedrock => {
+                    answer.as_object_mut().unwrap().remove("stopReason");
+                }
                 Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
-                Self::Anthropic => answer["stop_reason"] = Value::Null,
+                Self::Anthropic | Self::VertexAnthropic => answer["stop_reason"] = Value::Null,
                 Self::Cohere => {
                     answer.as_object_mut().unwrap().remove("finish_reason");
                 }
-                Self::Gemini => {
+                Self::Gemini | Self::VertexGemini => {
                     answer["candidates"][0]
                         .as_object_mut()
                         .unwrap()
@@ -582,7 +752,7 @@ impl Vendor {
                         "role": "assistant", "content": null, "tool_calls": [{"id": id,
                         "type": "function", "function": {"name": "note", "arguments": text}}]}}]})
             }
-            (Self::Anthropic, _) => {
+            (Self::Anthropic | Self::VertexAnthropic, _) => {
                 let input = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -591,7 +761,7 @@ impl Vendor {
                     "content": [{"type": "tool_use", "id": id, "name": "note", "input": input}],
                     "stop_reason": "tool_use", "usage": {"input_tokens": 12, "output_tokens": 7}})
             }
-            (Self::Gemini, _) => {
+            (Self::Gemini | Self::VertexGemini, _) => {
                 let args = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -621,6 +791,16 @@ impl Vendor {
                     "name": "note", "arguments": text, "status": "completed"}],
                     "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}})
             }
+            (Self::Bedrock, _) => {
+                let input = match args {
+                    Args::Object(value) => value.clone(),
+                    Args::Broken(text) => Value::from(text),
+                };
+                json!({"output": {"message": {"role": "assistant", "content": [
+                    {"toolUse": {"toolUseId": id, "name": "note", "input": input}}]}},
+                    "stopReason": "tool_use",
+                    "usage": {"inputTokens": 12, "outputTokens": 7, "totalTokens": 19}})
+            }
         }
     }
 
@@ -648,7 +828,7 @@ impl Vendor {
                 b"data: [DONE]\n\n".to_vec(),
             ]
             .concat(),
-            Self::Anthropic => [
+            Self::Anthropic | Self::VertexAnthropic => [
                 self.event(&json!({"type": "message_start", "message": {"id": "msg_1",
                     "type": "message", "role": "assistant", "content": [], "model": "m",
                     "usage": {"input_tokens": 12, "output_tokens": 1}}})),
@@ -668,7 +848,7 @@ impl Vendor {
                 self.event(&json!({"type": "message_stop"})),
             ]
             .concat(),
-            Self::Gemini => {
+            Self::Gemini | Self::VertexGemini => {
                 let args = match args {
                     Args::Object(value) => value.clone(),
                     Args::Broken(text) => Value::from(text),
@@ -722,8 +902,40 @@ impl Vendor {
                 ]
                 .concat()
             }
+            Self::Bedrock => bedrock_tool_stream(id, head, tail),
         }
     }
+}
+
+/// ConverseStream's turn with one call of `note`, its input in two `toolUse` deltas.
+fn bedrock_tool_stream(id: &str, head: &str, tail: &str) -> Vec<u8> {
+    let start = json!({"contentBlockIndex": 0,
+        "start": {"toolUse": {"toolUseId": id, "name": "note"}}});
+    let piece =
+        |input: &str| json!({"contentBlockIndex": 0, "delta": {"toolUse": {"input": input}}});
+    [
+        Vendor::Bedrock.opening(),
+        frame("contentBlockStart", start.to_string().as_bytes()),
+        frame("contentBlockDelta", piece(head).to_string().as_bytes()),
+        frame("contentBlockDelta", piece(tail).to_string().as_bytes()),
+        frame("contentBlockStop", br#"{"contentBlockIndex":0}"#),
+        frame("messageStop", br#"{"stopReason":"tool_use"}"#),
+        bedrock_metadata(),
+    ]
+    .concat()
+}
+
+/// A Converse text delta's payload.
+fn bedrock_delta(index: usize, text: &str) -> Value {
+    json!({"contentBlockIndex": index, "delta": {"text": text}})
+}
+
+/// ConverseStream's last event, with the usage.
+fn bedrock_metadata() -> Vec<u8> {
+    frame(
+        "metadata",
+        br#"{"usage":{"inputTokens":12,"outputTokens":7,"totalTokens":19},"metrics":{"latencyMs":9}}"#,
+    )
 }
 
 // Reading what a model gives ------------------------------------------------------------------
@@ -857,23 +1069,50 @@ fn boundaries(body: &[u8], separator: &[u8]) -> Vec<usize> {
 }
 
 fn separator(vendor: Vendor) -> &'static [u8] {
-    if vendor == Vendor::Gemini {
+    if vendor.wire() == Vendor::Gemini {
         b"\r\n\r\n"
     } else {
         b"\n\n"
     }
 }
 
+/// Where each event of a vendor's stream ends: after each separator, or each frame.
+fn event_ends(vendor: Vendor, body: &[u8]) -> Vec<usize> {
+    if vendor == Vendor::Bedrock {
+        return frame_ends(body);
+    }
+    boundaries(body, separator(vendor))
+}
+
+/// Where each frame of an event stream ends, read from the frames' lengths.
+fn frame_ends(body: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    while at + 4 <= body.len() {
+        let length = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+        at += length;
+        ends.push(at);
+    }
+    ends
+}
+
 /// Every event boundary of a whole text stream before its end mark: after each event up to
 /// the last one without which the turn is not whole (OpenAI's finish chunk, Anthropic's
-/// `message_stop`, Gemini's finishing chunk).
+/// `message_stop`, Gemini's finishing chunk, Cohere's `message-end`, the Responses API's
+/// `response.completed`, Bedrock's `metadata`).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
-        Vendor::OpenAi | Vendor::Gemini | Vendor::Responses => whole.len() - vendor.ending().len(),
-        Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
+        Vendor::OpenAi | Vendor::Gemini | Vendor::VertexGemini | Vendor::Responses => {
+            whole.len() - vendor.ending().len()
+        }
+        Vendor::Anthropic | Vendor::VertexAnthropic => {
+            whole.len() - vendor.event(&json!({"type": "message_stop"})).len()
+        }
         Vendor::Cohere => whole.len() - vendor.cohere_end("COMPLETE").len(),
+        // The turn is whole with its metadata, the last event.
+        Vendor::Bedrock => whole.len() - bedrock_metadata().len(),
     };
-    boundaries(whole, separator(vendor))
+    event_ends(vendor, whole)
         .into_iter()
         .filter(|&at| at <= end_mark)
         .collect()
@@ -881,7 +1120,7 @@ fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
 
 /// Streams broken off.
 fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: whole (control)"),
@@ -961,7 +1200,7 @@ fn stream_cut_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams whose body is not what it claims.
 fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: cut mid-event, content-length longer than sent → Transport"),
@@ -1031,7 +1270,7 @@ fn stream_body_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Invalid UTF-8 in a stream.
 fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: invalid UTF-8 in a string → U+FFFD, answer whole"),
@@ -1039,8 +1278,11 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             // A lone lead byte and a 0xFF become U+FFFD; a valid é and ✓ split across writes
             // survive.
-            let event = splice(&vendor.delta("caf\u{e9} @1@ @2@ \u{2713}"), "@1@", 0xC3);
-            let event = splice(&event, "@2@", 0xFF);
+            let event = vendor.delta_spliced(
+                "caf\u{e9} @1@ @2@ \u{2713}",
+                &[("@1@", 0xC3), ("@2@", 0xFF)],
+                false,
+            );
             let in_e = event.iter().position(|&b| b == 0xA9).unwrap();
             let in_check = event.iter().position(|&b| b == 0x9C).unwrap();
             let steps = vec![
@@ -1065,9 +1307,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
         format!("{v} stream: invalid UTF-8 in the JSON itself → Malformed"),
         1,
         move |_| async move {
-            let mut event = vendor.delta("x");
-            let last = event.iter().rposition(|&b| b == b'}').unwrap();
-            event.insert(last, 0xFF);
+            let event = vendor.delta_spliced("x", &[], true);
             let body = [vendor.opening(), vendor.delta("ok"), event, vendor.ending()].concat();
             let server = FaultServer::always(sse(body)).await;
             let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
@@ -1080,7 +1320,7 @@ fn stream_utf8_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Huge streams.
 fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: 50 MiB of deltas → whole answer, right length"),
@@ -1128,7 +1368,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
             let server = FaultServer::always(vec![
                 Step::Send(head(200, Some("text/event-stream"), None)),
                 Step::Send(vendor.opening()),
-                Step::Send(b"data: {\"x\": \"".to_vec()),
+                Step::Send(vendor.huge_event_start()),
                 Step::Fill(vec![b'a'; 64 << 10], 800),
             ])
             .await;
@@ -1146,7 +1386,7 @@ fn stream_size_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams that take too long.
 fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: endless `: ping` → Timeout (total)"),
@@ -1154,7 +1394,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
         move |_| async move {
             let server = FaultServer::always(vec![
                 Step::Send(head(200, Some("text/event-stream"), None)),
-                Step::Forever(b": ping\n\n".to_vec(), Duration::from_millis(40)),
+                Step::Forever(vendor.keepalive(), Duration::from_millis(40)),
             ])
             .await;
             let got = stream_of(&vendor.model(&server.url, quick())).await;
@@ -1230,7 +1470,7 @@ fn stream_time_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Streams whose content says something went wrong.
 fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} stream: vendor error mid-stream → Vendor, deltas kept"),
@@ -1271,7 +1511,7 @@ fn stream_content_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers broken off.
 fn answer_cut_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: whole (control)"),
@@ -1381,7 +1621,7 @@ fn answer_cut_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers whose body is not what it claims, or too slow.
 fn answer_body_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: invalid UTF-8 in a string → Malformed"),
@@ -1429,7 +1669,7 @@ fn answer_body_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers that take too long.
 fn answer_time_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: slow-loris head → Timeout"),
@@ -1476,7 +1716,7 @@ fn answer_time_probes(probes: &mut Probes, vendor: Vendor) {
 
 /// Answers whose content says something went wrong.
 fn answer_content_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
 
     probes.add(
         format!("{v} answer: 200 with the vendor's error object → Vendor"),
@@ -1525,7 +1765,7 @@ fn answer_content_probes(probes: &mut Probes, vendor: Vendor) {
 /// and no more, then the retry succeeds. A small `base_delay` tells the capped header
 /// (400 ms) from a header ignored for the backoff (10 ms).
 fn retry_probes(probes: &mut Probes, vendor: Vendor) {
-    let v = vendor.id();
+    let v = vendor.name();
     for (label, value) in [
         ("1e30", "1e30"),
         ("a date in 9999", "Fri, 31 Dec 9999 23:59:59 GMT"),
@@ -1911,23 +2151,40 @@ struct Recording {
 
 fn recordings() -> Vec<Recording> {
     let mut all = Vec::new();
-    for (dir, vendor, format) in [
-        ("openai", Vendor::OpenAi, Format::OpenAi),
-        ("llamacpp", Vendor::OpenAi, Format::OpenAi),
-        ("anthropic", Vendor::Anthropic, Format::Anthropic),
-        ("gemini", Vendor::Gemini, Format::Gemini),
-        ("cohere", Vendor::Cohere, Format::Cohere),
+    // `(directory, the start of the files' names, ...)`: Vertex's recordings are of two formats.
+    for (dir, prefix, vendor, format) in [
+        ("openai", "", Vendor::OpenAi, Format::OpenAi),
+        ("llamacpp", "", Vendor::OpenAi, Format::OpenAi),
+        ("anthropic", "", Vendor::Anthropic, Format::Anthropic),
+        ("gemini", "", Vendor::Gemini, Format::Gemini),
+        ("cohere", "", Vendor::Cohere, Format::Cohere),
         (
             "openai-responses",
+            "",
             Vendor::Responses,
             Format::OpenAiResponses,
         ),
+        ("vertex", "gemini_", Vendor::VertexGemini, Format::Gemini),
+        (
+            "vertex",
+            "anthropic_",
+            Vendor::VertexAnthropic,
+            Format::Anthropic,
+        ),
+        ("bedrock", "", Vendor::Bedrock, Format::Bedrock),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|e| e == "sse"))
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|e| e == "sse" || e == "eventstream")
+            })
+            .filter(|path| {
+                path.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
             .collect();
         files.sort();
         for path in files {
@@ -1953,7 +2210,11 @@ fn recorded_probes(probes: &mut Probes) {
         } else {
             b"\n\n"
         };
-        let mut cuts = boundaries(&recording.body, separator);
+        let mut cuts = if recording.vendor == Vendor::Bedrock {
+            frame_ends(&recording.body)
+        } else {
+            boundaries(&recording.body, separator)
+        };
         cuts.retain(|&at| at < recording.body.len());
         cuts.insert(0, 0);
         let last_event = *cuts.last().unwrap();
@@ -2008,7 +2269,8 @@ async fn recorded_cut(recording: Arc<Recording>, cut: usize) {
 /// then a reset.
 async fn recorded_reset(recording: Arc<Recording>, last_event: usize, n: usize) {
     let body = &recording.body;
-    let cut = rng(n).usize(..last_event);
+    // A recording of one event is reset before any of it.
+    let cut = rng(n).usize(..last_event.max(1));
     let mut steps = sse(body[..cut].to_vec());
     steps.extend([Step::Sleep(Duration::from_millis(100)), Step::Reset]);
     let server = FaultServer::always(steps).await;
@@ -2153,10 +2415,10 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
     let kind = fault.kind(streamed);
     let name = format!(
         "{} agent {mode}: tool turn, then {fault:?} → {kind:?}, transcript kept",
-        vendor.id()
+        vendor.name()
     );
     probes.add(name, 1, move |n| async move {
-        let marker = format!("{}-{mode}-{fault:?}-{n}", vendor.id());
+        let marker = format!("{}-{mode}-{fault:?}-{n}", vendor.name());
         let server = agent_server(vendor, json!({"text": marker}), move |streamed| {
             fault.steps(vendor, streamed)
         })
@@ -2181,7 +2443,7 @@ fn agent_fault_probe(probes: &mut Probes, vendor: Vendor, streamed: bool, fault:
             ("note", json!({"text": marker}))
         );
         assert_eq!(state.messages[2].text(), format!("noted {marker}"));
-        if vendor != Vendor::Gemini {
+        if vendor.wire() != Vendor::Gemini {
             assert_eq!(calls[0].id.as_deref(), Some("call_1"));
             assert_eq!(state.messages[2].tool_call_id.as_deref(), Some("call_1"));
         }
@@ -2200,10 +2462,10 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
     let mode = if streamed { "stream" } else { "run" };
     let name = format!(
         "{} agent {mode}: broken tool arguments → not run, raw kept, answer",
-        vendor.id()
+        vendor.name()
     );
     probes.add(name, 1, move |n| async move {
-        let marker = format!("{}-{mode}-broken-{n}", vendor.id());
+        let marker = format!("{}-{mode}-broken-{n}", vendor.name());
         let broken = format!(r#"{{"text": "{marker}" oops"#);
         let sent = broken.clone();
         let server = FaultServer::start(move |n, seen| {
@@ -2262,7 +2524,7 @@ fn agent_truncated_probe(probes: &mut Probes, vendor: Vendor) {
     probes.add(
         format!(
             "{} agent run: no finish reason → StopReason::Truncated",
-            vendor.id()
+            vendor.name()
         ),
         1,
         move |_| async move {

@@ -345,11 +345,20 @@ struct Recording {
 fn recordings(format: Format, dirs: &[&str]) -> Vec<Recording> {
     let mut all = Vec::new();
     for dir in dirs {
+        // `dir/prefix`: the files of `dir` whose names start with `prefix`.
+        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "sse"))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == "sse" || e == "eventstream")
+            })
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
             .collect();
         paths.sort();
         for path in paths {
@@ -596,9 +605,13 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "anthropic stream: odd counts",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
-    stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
+    stream_odd_counts(
+        "gemini stream: odd counts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
     stream_odd_counts("cohere stream: odd counts", Format::Cohere, &["cohere"]);
     stream_odd_counts(
         "openai-responses stream: odd counts",
@@ -621,7 +634,7 @@ fn anthropic_stream_mutations_never_panic() {
     stream_mutations(
         "anthropic stream: mutations",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
 }
 
@@ -645,7 +658,11 @@ fn responses_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 
 #[test]
 fn gemini_stream_mutations_never_panic() {
-    stream_mutations("gemini stream: mutations", Format::Gemini, &["gemini"]);
+    stream_mutations(
+        "gemini stream: mutations",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]
@@ -664,12 +681,31 @@ fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 
 #[test]
 fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts("anthropic stream: cuts", Format::Anthropic, &["anthropic"]);
+    stream_cuts(
+        "anthropic stream: cuts",
+        Format::Anthropic,
+        &["anthropic", "vertex/anthropic_"],
+    );
+}
+
+#[test]
+fn bedrock_stream_mutations_never_panic() {
+    // Mutated frames: a checksum catches nearly every change, the rest reach the parser.
+    stream_mutations("bedrock stream: mutations", Format::Bedrock, &["bedrock"]);
+}
+
+#[test]
+fn bedrock_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
+    stream_cuts("bedrock stream: cuts", Format::Bedrock, &["bedrock"]);
 }
 
 #[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
-    stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
+    stream_cuts(
+        "gemini stream: cuts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]
@@ -683,13 +719,16 @@ fn cohere_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 fn answers(dirs: &[&str]) -> Vec<Value> {
     let mut all = Vec::new();
     for dir in dirs {
+        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
             .map(|e| e.path())
             .filter(|p| {
                 let name = p.file_name().unwrap().to_string_lossy();
-                name.ends_with(".json") && !name.ends_with(".request.json")
+                name.starts_with(prefix)
+                    && name.ends_with(".json")
+                    && !name.ends_with(".request.json")
             })
             .collect();
         paths.sort();
@@ -880,9 +919,14 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "anthropic parser: odd counts",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
-    parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
+    parser_odd_counts(
+        "gemini parser: odd counts",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
+    parser_odd_counts("bedrock parser: odd counts", Format::Bedrock, &["bedrock"]);
     parser_odd_counts("cohere parser: odd counts", Format::Cohere, &["cohere"]);
     parser_odd_counts(
         "openai-responses parser: odd counts",
@@ -905,8 +949,13 @@ fn anthropic_parser_mutations_never_panic() {
     parser_mutations(
         "anthropic parser: mutations",
         Format::Anthropic,
-        &["anthropic"],
+        &["anthropic", "vertex/anthropic_"],
     );
+}
+
+#[test]
+fn bedrock_parser_mutations_never_panic() {
+    parser_mutations("bedrock parser: mutations", Format::Bedrock, &["bedrock"]);
 }
 
 #[test]
@@ -920,7 +969,11 @@ fn responses_parser_mutations_never_panic() {
 
 #[test]
 fn gemini_parser_mutations_never_panic() {
-    parser_mutations("gemini parser: mutations", Format::Gemini, &["gemini"]);
+    parser_mutations(
+        "gemini parser: mutations",
+        Format::Gemini,
+        &["gemini", "vertex/gemini_"],
+    );
 }
 
 #[test]

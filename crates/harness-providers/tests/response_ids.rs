@@ -1,6 +1,8 @@
 //! The vendor's response id and the model that answered, read from every recorded answer
 //! and stream of tests/fixtures served from loopback: OpenAI's (and llama.cpp's) `id` and
-//! `model`, Anthropic's message `id` and `model`, Gemini's `responseId` and `modelVersion`.
+//! `model`, Anthropic's message `id` and `model`, Gemini's `responseId` and `modelVersion`
+//! (Claude's and Gemini's on Vertex AI alike), the Responses API's; Cohere's id without a
+//! model; Bedrock's Converse, which names neither, the model asked for.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,12 +14,17 @@ use serde_json::Value;
 use support::{Reply, Server, collect_events, completed, fixture, fixture_json, fixtures_dir};
 
 impl Vendor {
-    fn of(dir: &str) -> Self {
-        match dir {
-            "anthropic" => Self::Anthropic,
-            "gemini" => Self::Gemini,
-            "cohere" => Self::Cohere,
-            "openai-responses" => Self::Responses,
+    /// The vendor of a recording (`dir/file`, or a directory); Vertex's files start with their
+    /// format.
+    fn of(path: &str) -> Self {
+        match path.split_once('/').unwrap_or((path, "")) {
+            ("anthropic", _) => Self::Anthropic,
+            ("gemini", _) => Self::Gemini,
+            ("cohere", _) => Self::Cohere,
+            ("openai-responses", _) => Self::Responses,
+            ("bedrock", _) => Self::Bedrock,
+            ("vertex", file) if file.starts_with("anthropic_") => Self::VertexAnthropic,
+            ("vertex", _) => Self::VertexGemini,
             _ => Self::OpenAi,
         }
     }
@@ -26,7 +33,7 @@ impl Vendor {
     fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
         let text = |v: &Value| v.as_str().map(str::to_owned);
         match self {
-            Self::Anthropic if value["type"] == "message_start" => (
+            Self::Anthropic | Self::VertexAnthropic if value["type"] == "message_start" => (
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
@@ -35,12 +42,16 @@ impl Vendor {
                 text(&value["response"]["id"]),
                 text(&value["response"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic | Self::Responses => {
+            Self::OpenAi | Self::Anthropic | Self::VertexAnthropic | Self::Responses => {
                 (text(&value["id"]), text(&value["model"]))
             }
-            Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
+            Self::Gemini | Self::VertexGemini => {
+                (text(&value["responseId"]), text(&value["modelVersion"]))
+            }
             // Cohere names no model in its answers.
             Self::Cohere => (text(&value["id"]), None),
+            // Converse names neither.
+            Self::Bedrock => (None, None),
         }
     }
 }
@@ -73,9 +84,10 @@ async fn every_recorded_answer_gives_its_id_and_model() {
         "anthropic",
         "gemini",
         "openai-responses",
+        "vertex",
     ] {
-        let vendor = Vendor::of(dir);
         for path in recorded(dir, ".json") {
+            let vendor = Vendor::of(&path);
             let server = Server::always(Reply::json(200, fixture(&path))).await;
             let model = vendor.model(&server.url);
             let response = model
@@ -86,7 +98,7 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 22);
+    assert_eq!(checked, 27);
 }
 
 #[tokio::test]
@@ -98,9 +110,10 @@ async fn every_recorded_stream_gives_its_id_and_model() {
         "anthropic",
         "gemini",
         "openai-responses",
+        "vertex",
     ] {
-        let vendor = Vendor::of(dir);
         for path in recorded(dir, ".sse") {
+            let vendor = Vendor::of(&path);
             // The ids of the first event that names a model.
             let body = String::from_utf8(fixture(&path)).unwrap();
             let expected = body
@@ -117,7 +130,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 16);
+    assert_eq!(checked, 19);
 }
 
 #[tokio::test]
@@ -199,4 +212,40 @@ async fn every_recorded_cohere_answer_and_stream_gives_its_id_and_no_model() {
         checked += 1;
     }
     assert_eq!(checked, 18);
+}
+
+#[tokio::test]
+async fn every_recorded_bedrock_answer_and_stream_gives_no_id_and_the_model_asked_for() {
+    // Converse's answers and ConverseStream's events carry no response id and name no
+    // model: the turn names the model it was asked of (`m` here), and no id.
+    let vendor = Vendor::of("bedrock");
+    let mut checked = 0;
+    for path in recorded("bedrock", ".json") {
+        let server = Server::always(Reply::json(200, fixture(&path))).await;
+        let response = vendor
+            .model(&server.url)
+            .generate(Request::new(&[Message::user("?")]))
+            .await
+            .unwrap();
+        assert_eq!(response.id(), None, "{path}: id");
+        assert_eq!(response.model(), Some("m"), "{path}: model");
+        checked += 1;
+    }
+    for path in recorded("bedrock", ".eventstream") {
+        let reply = Reply {
+            headers: vec![(
+                "content-type".into(),
+                "application/vnd.amazon.eventstream".into(),
+            )],
+            ..Reply::sse(fixture(&path))
+        };
+        let server = Server::always(reply).await;
+        let model = vendor.model(&server.url);
+        let events = collect_events(&model, &[Message::user("?")], &[]).await;
+        let response = completed(&events);
+        assert_eq!(response.id(), None, "{path}: id");
+        assert_eq!(response.model(), Some("m"), "{path}: model");
+        checked += 1;
+    }
+    assert_eq!(checked, 17);
 }

@@ -197,7 +197,7 @@ impl Bedrock {
                 }
             });
         let messages = crate::wire::with_call_ids(request.messages);
-        let tool_config = self.tool_config(request, &settings, &messages, cache);
+        let tool_config = Self::tool_config(request, &settings, &messages, cache);
         Body {
             messages: Messages(messages),
             system: SystemText::of(request.messages).map(|text| System { text, cache }),
@@ -218,7 +218,6 @@ impl Bedrock {
     /// [`ToolChoice::None`] the tools are left out, unless the transcript holds calls or
     /// results (Converse then requires them), where the model is left to choose.
     fn tool_config<'a>(
-        &self,
         request: &Request<'a>,
         settings: &Settings<'a>,
         messages: &[harness_core::Message],

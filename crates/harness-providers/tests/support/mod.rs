@@ -297,7 +297,8 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         .collect()
 }
 
-/// The vendor formats, for a test run through each.
+/// The vendor formats, for a test run through each; Gemini and Claude on Vertex AI, those
+/// formats on a cloud's paths; and Bedrock's Converse, its stream AWS's binary event stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
     OpenAi,
@@ -306,6 +307,11 @@ pub enum Vendor {
     Cohere,
     /// The OpenAI Responses API.
     Responses,
+    VertexGemini,
+    VertexAnthropic,
+    /// AWS Bedrock's Converse and ConverseStream (the `bedrock` feature, which the crate's
+    /// tests always have).
+    Bedrock,
 }
 
 impl Vendor {
@@ -347,8 +353,30 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
+            Self::VertexGemini => Arc::new(vertex(url).gemini("m").unwrap()),
+            Self::VertexAnthropic => Arc::new(vertex(url).anthropic("m").unwrap()),
+            // A Bedrock API key: no signing, no credentials looked up.
+            Self::Bedrock => Arc::new(
+                harness_providers::Bedrock::builder("m")
+                    .region("us-east-1")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
         }
     }
+}
+
+/// A Vertex AI connection to a server at `url`, with a project, a location and a key.
+pub fn vertex(url: &str) -> harness_providers::Vertex {
+    harness_providers::Vertex::builder()
+        .project("p")
+        .location("us-east5")
+        .api_key("k")
+        .base_url(url)
+        .build()
+        .unwrap()
 }
 
 /// One frame of AWS's event stream (Bedrock's ConverseStream) with string headers, written by
