@@ -395,3 +395,154 @@ async fn a_body_cut_inside_its_json_is_incomplete_and_garbage_is_malformed() {
         assert_eq!(err.provider().unwrap().kind(), kind, "{body:?}: {err}");
     }
 }
+
+/// Counts its calls, records what it was shown, and signs each attempt with its number.
+#[derive(Debug, Default)]
+struct Signer {
+    seen: std::sync::Mutex<Vec<(String, String, Vec<(String, String)>, Vec<u8>)>>,
+}
+
+#[async_trait::async_trait]
+impl harness_providers::rest::Authenticate for Signer {
+    async fn authenticate(
+        &self,
+        request: &harness_providers::rest::Outgoing<'_>,
+    ) -> harness_core::Result<Vec<(String, String)>> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push((
+            request.method().to_owned(),
+            request.url().to_owned(),
+            request
+                .headers()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            request.body().to_vec(),
+        ));
+        Ok(vec![
+            (
+                "authorization".to_owned(),
+                format!("Sig attempt={}", seen.len()),
+            ),
+            ("x-signed-at".to_owned(), seen.len().to_string()),
+        ])
+    }
+}
+
+#[tokio::test]
+async fn the_auth_hook_signs_every_attempt_and_sees_the_exact_request() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(503, r#"{"error": {"message": "busy"}}"#)
+        } else {
+            Reply::json(200, r#"{"ok": true}"#)
+        }
+    })
+    .await;
+    let signer = Arc::new(Signer::default());
+    let mut config = harness_providers::HttpConfig::new("signed", &server.url);
+    config.headers.push(("x-static".into(), "s".into()));
+    // The hook's Authorization replaces a fixed one rather than being sent beside it.
+    config
+        .headers
+        .push(("authorization".into(), "Bearer fixed".into()));
+    config.retry = quick_retries();
+    config.auth = Some(signer.clone());
+    let client = harness_providers::HttpClient::new(config).unwrap();
+    let answer = client
+        .post_json("/v1/x", &serde_json::json!({"a": 1}))
+        .await
+        .unwrap();
+    assert_eq!(answer, serde_json::json!({"ok": true}));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for (n, request) in requests.iter().enumerate() {
+        let attempt = (n + 1).to_string();
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Sig attempt={attempt}").as_str())
+        );
+        assert_eq!(request.header("x-signed-at"), Some(attempt.as_str()));
+        assert_eq!(request.header("x-static"), Some("s"));
+        assert_eq!(
+            request
+                .headers
+                .iter()
+                .filter(|(k, _)| k == "authorization")
+                .count(),
+            1
+        );
+    }
+    let seen = signer.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "one call per attempt");
+    let (method, url, headers, body) = &seen[0];
+    assert_eq!(method, "POST");
+    assert_eq!(url, &format!("{}/v1/x", server.url));
+    assert_eq!(body, &requests[0].body, "the exact bytes sent");
+    assert_eq!(body.as_slice(), br#"{"a":1}"#);
+    assert_eq!(
+        headers[..2],
+        [
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("x-static".to_owned(), "s".to_owned()),
+        ]
+    );
+}
+
+#[derive(Debug)]
+struct NoCredentials;
+
+#[async_trait::async_trait]
+impl harness_providers::rest::Authenticate for NoCredentials {
+    async fn authenticate(
+        &self,
+        _: &harness_providers::rest::Outgoing<'_>,
+    ) -> harness_core::Result<Vec<(String, String)>> {
+        Err(harness_core::Error::configuration(
+            "no credentials: looked at MY_TOKEN",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_auth_hook_error_ends_the_request_unsent() {
+    let server = Server::always(Reply::json(200, OK)).await;
+    let mut config = harness_providers::HttpConfig::new("signed", &server.url);
+    config.retry = quick_retries();
+    config.auth = Some(Arc::new(NoCredentials));
+    let client = harness_providers::HttpClient::new(config).unwrap();
+    let err = client.post("/x", &serde_json::json!({})).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Configuration);
+    assert_eq!(err.to_string(), "no credentials: looked at MY_TOKEN");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_bearer_token_source_is_asked_on_each_attempt() {
+    let server = Server::start(|n, _| {
+        if n == 0 {
+            Reply::json(429, r#"{"error": {"message": "slow"}}"#).header("retry-after", "0")
+        } else {
+            Reply::json(200, r#"{"ok": 1}"#)
+        }
+    })
+    .await;
+    let issued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = issued.clone();
+    let mut config = harness_providers::HttpConfig::new("entra", &server.url);
+    config.retry = quick_retries();
+    config.auth = Some(Arc::new(harness_providers::rest::BearerToken::from_fn(
+        move || {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { Ok(format!("tok-{n}")) }
+        },
+    )));
+    let client = harness_providers::HttpClient::new(config).unwrap();
+    client.post("/x", &serde_json::json!({})).await.unwrap();
+    let seen: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").unwrap().to_owned())
+        .collect();
+    assert_eq!(seen, ["Bearer tok-0", "Bearer tok-1"]);
+}

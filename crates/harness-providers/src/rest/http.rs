@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
+use super::auth::{Authenticate, Outgoing};
 use super::json::{self, Vendor};
 
 /// How failed requests are retried.
@@ -75,6 +76,10 @@ pub struct HttpConfig {
     pub base_url: String,
     /// Headers sent with every request (authentication, versions).
     pub headers: Vec<(String, String)>,
+    /// Headers worked out for each attempt, retries included: a request signature, a
+    /// bearer token that expires (see [`Authenticate`]). `None` (the default): the fixed
+    /// [`headers`](Self::headers) alone.
+    pub auth: Option<Arc<dyn Authenticate>>,
     /// The time a connection may take to open (default 10 s).
     pub connect_timeout: Duration,
     /// The time a whole non-streamed request may take, its answer read (default 600 s).
@@ -103,6 +108,7 @@ impl HttpConfig {
             provider: provider.into(),
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             headers: Vec::new(),
+            auth: None,
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(120),
@@ -127,6 +133,9 @@ pub struct HttpClient {
     body_hint: Arc<AtomicUsize>,
     /// The URLs requests went to, parsed once, shared by clones.
     endpoints: Arc<Endpoints>,
+    /// The headers an [`Authenticate`] hook is shown: the content type and the configured
+    /// ones, gathered once (empty without a hook).
+    shown_headers: Arc<[(String, String)]>,
 }
 
 /// The parsed URL of each path a client posts to. Parsing a URL (its host through IDNA
@@ -214,9 +223,7 @@ impl HttpClient {
                      characters"
                 ))
             })?;
-            if name.as_str().contains("key") || name == reqwest::header::AUTHORIZATION {
-                value.set_sensitive(true);
-            }
+            value.set_sensitive(sensitive(&name));
             headers.insert(name, value);
         }
         // No client-wide timeout: it would cut long streams. A plain request gets
@@ -227,12 +234,19 @@ impl HttpClient {
             .build()
             .map_err(|e| Error::configuration(format!("cannot build the HTTP client: {e}")))?;
         let semaphore = config.max_concurrency.map(|n| Arc::new(Semaphore::new(n)));
+        let shown_headers = match config.auth {
+            Some(_) => std::iter::once(("content-type".to_owned(), JSON.to_owned()))
+                .chain(config.headers.iter().cloned())
+                .collect(),
+            None => Arc::default(),
+        };
         Ok(Self {
             client,
             config: Arc::new(config),
             semaphore,
             body_hint: Arc::new(AtomicUsize::new(1024)),
             endpoints: Arc::default(),
+            shown_headers,
         })
     }
 
@@ -385,9 +399,13 @@ impl HttpClient {
                 Some(parsed) => self.client.post(parsed.clone()),
                 None => self.client.post(url),
             };
-            let request = request
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
+            let mut request = request
+                .header(reqwest::header::CONTENT_TYPE, JSON)
                 .body(payload.clone());
+            if let Some(auth) = &self.config.auth {
+                // Boxed, as the waits below: the hook's future must not size every request's.
+                request = Box::pin(self.authenticate(&**auth, url, &payload, request)).await?;
+            }
             let sent = match mode {
                 Mode::Json => Sent::Answer(request.timeout(self.config.timeout).send().await),
                 // A stream's headers must come within the idle timeout, however slowly a
@@ -443,6 +461,35 @@ impl HttpClient {
         }
     }
 
+    /// `request` with the headers `auth` gives this attempt.
+    async fn authenticate(
+        &self,
+        auth: &dyn Authenticate,
+        url: &str,
+        payload: &[u8],
+        mut request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder> {
+        let outgoing = Outgoing::new("POST", url, &self.shown_headers, payload);
+        for (name, value) in auth.authenticate(&outgoing).await? {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                Error::configuration(format!(
+                    "the authentication of {} gave an invalid header name {name:?}: {e}",
+                    self.config.provider
+                ))
+            })?;
+            let mut value = HeaderValue::from_str(&value).map_err(|e| {
+                Error::configuration(format!(
+                    "the authentication of {} gave an invalid value for header {name}: {e}",
+                    self.config.provider
+                ))
+            })?;
+            value.set_sensitive(sensitive(&name));
+            // Replaces a configured header of that name rather than sending both.
+            request = request.header(name, value);
+        }
+        Ok(request)
+    }
+
     async fn wait_before_retry(&self, path: &str, attempt: u32, delay: Duration) {
         tracing::debug!(
             provider = %self.config.provider,
@@ -459,6 +506,11 @@ impl HttpClient {
         let status = response.status();
         // Kept for the caller's own retry: a 429 or 503 on the last attempt still says when.
         let wait = retry_after(&response);
+        let response_error_type = response
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         // Enough to find the vendor's message; a huge error page is not read whole.
         let text = match self.read_capped(path, response, 64 << 10).await {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -469,6 +521,11 @@ impl HttpClient {
                 .to_owned(),
         };
         let (error_type, message) = vendor_error(&text);
+        // AWS's JSON services name the error in a header: `ThrottlingException:http://...`.
+        let error_type = error_type.or_else(|| {
+            let header = response_error_type.as_deref()?;
+            Some(header.split(':').next().unwrap_or(header).to_owned())
+        });
         let message = message.unwrap_or_else(|| {
             format!(
                 "{path} answered {} {}",
@@ -546,6 +603,15 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     detail
+}
+
+/// The content type of every request body.
+const JSON: &str = "application/json";
+
+/// Whether a header holds a secret, kept out of debug output.
+fn sensitive(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    name == "authorization" || name.contains("key") || name.contains("token")
 }
 
 fn retryable(status: StatusCode) -> bool {

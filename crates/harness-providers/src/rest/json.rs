@@ -170,9 +170,13 @@ pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
             _ => None,
         })
     };
+    // AWS's JSON services: `"__type": "ThrottlingException"`, or a namespaced
+    // `com.amazon.coral.service#ThrottlingException`.
+    let aws = || text("__type").map(|t| t.rsplit('#').next().unwrap_or(&t).to_owned());
     let kind = text("type")
         .or_else(|| text("status"))
-        .or_else(|| text("code"));
+        .or_else(|| text("code"))
+        .or_else(aws);
     (kind, text("message"))
 }
 

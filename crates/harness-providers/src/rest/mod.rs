@@ -22,11 +22,35 @@
 //! vendor's parser needs, each naming the service through a [`Vendor`]; [`client_builder`]
 //! is reqwest with the kit's TLS, for what the kit does not send.
 //!
+//! Authentication: a fixed key goes in [`HttpConfig::headers`]. What must be worked out for
+//! each attempt goes in [`HttpConfig::auth`], an [`Authenticate`] hook shown the request about
+//! to be sent ([`Outgoing`]: method, URL, headers, the exact body bytes) that returns the
+//! headers to add. It runs again for every retry, so a signature over the body and a
+//! timestamp (AWS SigV4, as the Bedrock provider signs) is made afresh and a token
+//! that expired is refreshed; its errors end the request, typed (a
+//! [`Configuration`](harness_core::ErrorKind::Configuration) error for missing credentials,
+//! a [`Provider`](harness_core::ErrorKind::Provider) error for a token endpoint that failed).
+//! [`BearerToken`] is the hook for a bearer token from a [`TokenSource`] or an async function
+//! (an identity library's credential, which caches and refreshes its token):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use harness_providers::rest::{BearerToken, HttpClient, HttpConfig};
+//!
+//! let mut config = HttpConfig::new("my-cloud", "https://llm.example.com/v1");
+//! config.auth = Some(Arc::new(BearerToken::from_fn(|| async {
+//!     Ok::<_, harness_core::Error>("a-token-valid-now".to_owned())
+//! })));
+//! let client = HttpClient::new(config)?;
+//! # Ok::<(), harness_core::Error>(())
+//! ```
+//!
 //! `examples/custom_vendor.rs` in this crate is a whole vendor written with the kit.
 //!
 //! [`Request`]: harness_core::Request
 //! [`CompletionResponse`]: harness_core::CompletionResponse
 
+mod auth;
 mod extra;
 mod http;
 pub mod json;
@@ -34,6 +58,7 @@ mod sse;
 mod stream;
 mod tls;
 
+pub use auth::{Authenticate, BearerToken, Outgoing, TokenSource};
 pub use extra::{WithExtra, with_extra};
 pub use http::{HttpClient, HttpConfig, RetryPolicy};
 pub use json::Vendor;
