@@ -22,6 +22,8 @@ pub(crate) fn provider_name(id: &str) -> &str {
         "gemini" | "google" => "gcp.gemini",
         // One service, two of its APIs.
         "openai-responses" => "openai",
+        // Azure OpenAI, through either API.
+        "azure" | "azure-responses" => "azure.ai.openai",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
         other => other,
@@ -183,4 +185,23 @@ pub(crate) fn tool_span(name: &str, call_id: Option<&str>) -> Span {
 pub(crate) fn record_tool_error(span: &Span, error: &ToolError) {
     span.record("error.type", error.kind().as_str());
     span.record("otel.status_code", "error");
+}
+
+#[cfg(test)]
+mod provider_names {
+    use super::provider_name;
+
+    #[test]
+    fn each_service_has_the_conventions_name() {
+        for (id, name) in [
+            ("openai", "openai"),
+            ("openai-responses", "openai"),
+            ("azure", "azure.ai.openai"),
+            ("azure-responses", "azure.ai.openai"),
+            ("gemini", "gcp.gemini"),
+            ("groq", "groq"),
+        ] {
+            assert_eq!(provider_name(id), name, "{id}");
+        }
+    }
 }

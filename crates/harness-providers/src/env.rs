@@ -6,9 +6,10 @@ use std::time::Duration;
 use harness_core::testing::TestModel;
 use harness_core::{Error, Llm, Result};
 
+use crate::azure;
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, Gemini, OpenAiResponses};
+use crate::{Anthropic, AzureOpenAi, Gemini, OpenAiResponses};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -65,7 +66,10 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 }
 
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
-/// `openai-responses:gpt-5` (the Responses API), `anthropic:claude-3-5-haiku-latest`,
+/// `openai-responses:gpt-5` (the Responses API), `azure:<deployment>` and
+/// `azure-responses:<deployment>` (Azure OpenAI's Chat Completions and Responses API, the
+/// resource from `AZURE_OPENAI_ENDPOINT`; see [`AzureOpenAi::new`]),
+/// `anthropic:claude-3-5-haiku-latest`,
 /// `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
@@ -87,6 +91,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
         "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
+        azure::CHAT_ID => Ok(Arc::new(AzureOpenAi::new()?.chat(model)?)),
+        azure::RESPONSES_ID => Ok(Arc::new(AzureOpenAi::new()?.responses(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
@@ -94,6 +100,7 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
             None => {
                 let known: Vec<&str> = ["anthropic", "gemini", "openai-responses"]
                     .into_iter()
+                    .chain([azure::CHAT_ID, azure::RESPONSES_ID])
                     .chain(SERVICES.iter().map(|service| service.id))
                     .collect();
                 Err(Error::configuration(format!(
@@ -107,7 +114,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 
 /// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
 fn looked_for() -> String {
-    let keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    let mut keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    keys.push(azure::ENDPOINT_VAR);
     let servers: Vec<String> = local()
         .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
         .collect();
@@ -122,7 +130,10 @@ fn looked_for() -> String {
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
 /// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, then the
-///    gateways), with a small default model;
+///    gateways), with a small default model; then Azure OpenAI when `AZURE_OPENAI_ENDPOINT`
+///    is set with `AZURE_OPENAI_API_KEY` (or, with the feature `azure-identity`, alone):
+///    `azure:<deployment>`, the deployment from `AZURE_OPENAI_DEPLOYMENT` (default
+///    `gpt-4o-mini`);
 /// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
 ///    at once, each given under a second), with the first model it lists.
 ///
@@ -172,6 +183,16 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
                 ),
             }));
         }
+    }
+    if let Some(deployment) = azure::configured_deployment() {
+        let spec = format!("{}:{deployment}", azure::CHAT_ID);
+        return Ok(Some(ModelChoice {
+            model: model_from_spec(&spec)?,
+            reason: format!(
+                "{} is set; using {spec} (set DEEPHARNESS_MODEL to choose)",
+                azure::ENDPOINT_VAR
+            ),
+        }));
     }
     let client = crate::rest::client_builder()?
         .connect_timeout(Duration::from_millis(150))

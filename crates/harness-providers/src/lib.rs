@@ -8,6 +8,9 @@
 //!   tools (web search, file search, code interpreter, remote MCP).
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
+//! - [`AzureOpenAi`]: an Azure OpenAI resource, handing out [`OpenAi`] (Chat Completions)
+//!   and [`OpenAiResponses`] models at its URLs, with an API key or Microsoft Entra ID tokens
+//!   (`EntraId`, feature `azure-identity`).
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -23,6 +26,7 @@
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
+mod azure;
 mod connection;
 mod env;
 mod gemini;
@@ -36,6 +40,9 @@ mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+#[cfg(feature = "azure-identity")]
+pub use azure::EntraId;
+pub use azure::{AzureOpenAi, AzureOpenAiBuilder};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};

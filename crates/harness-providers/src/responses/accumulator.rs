@@ -136,6 +136,7 @@ impl<'v> ResponsesAccumulator<'v> {
             response.model.as_ref(),
             response.status.as_deref(),
             reason(response.incomplete_details.as_ref()),
+            response.blocked,
             response.usage.as_ref(),
         );
         // An answer without a status says nothing of how it ended.
@@ -255,6 +256,7 @@ impl<'v> ResponsesAccumulator<'v> {
         model: Option<&Str<'_>>,
         status: Option<&str>,
         reason: Option<&str>,
+        blocked: bool,
         usage: Option<&UsageIn>,
     ) {
         keep_first(&mut self.id, id);
@@ -271,6 +273,10 @@ impl<'v> ResponsesAccumulator<'v> {
             },
             _ => FinishReason::Other,
         });
+        // Azure says what its content filters blocked apart from the status.
+        if blocked {
+            self.finish = Some(FinishReason::Filtered);
+        }
         self.ended = true;
     }
 
@@ -374,6 +380,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
                     head.model.as_ref(),
                     head.status.as_deref(),
                     reason(head.incomplete_details.as_ref()),
+                    head.blocked,
                     head.usage.as_ref(),
                 ),
                 None => {
@@ -431,6 +438,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
                         response.model.as_ref(),
                         response.status.as_deref(),
                         reason(response.incomplete_details.as_ref()),
+                        response.blocked,
                         response.usage.as_ref(),
                     );
                 } else {

@@ -56,6 +56,9 @@ pub(super) struct ResponseIn<'a> {
     pub(super) error: Option<Value>,
     #[serde(borrow, default)]
     pub(super) incomplete_details: Option<IncompleteIn<'a>>,
+    /// Azure's content filters: whether one blocked the prompt or the answer.
+    #[serde(default, rename = "content_filters", deserialize_with = "blocked")]
+    pub(super) blocked: bool,
     #[serde(default)]
     pub(super) usage: Option<UsageIn>,
     #[serde(borrow, default)]
@@ -82,8 +85,24 @@ pub(super) struct HeadIn<'a> {
     pub(super) status: Text<'a>,
     #[serde(borrow, default)]
     pub(super) incomplete_details: Option<IncompleteIn<'a>>,
+    /// Azure's content filters: whether one blocked the prompt or the answer.
+    #[serde(default, rename = "content_filters", deserialize_with = "blocked")]
+    pub(super) blocked: bool,
     #[serde(default)]
     pub(super) usage: Option<UsageIn>,
+}
+
+/// One of Azure's `content_filters`, read for whether it blocked.
+#[derive(Deserialize)]
+struct FilterIn {
+    #[serde(default)]
+    blocked: Option<bool>,
+}
+
+/// Whether any of Azure's `content_filters` (a list, or null) blocked.
+fn blocked<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let filters: Option<Vec<FilterIn>> = Deserialize::deserialize(deserializer)?;
+    Ok(filters.is_some_and(|f| f.iter().any(|f| f.blocked == Some(true))))
 }
 
 /// `incomplete_details`.
