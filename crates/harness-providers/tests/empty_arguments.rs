@@ -13,11 +13,13 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 4] = [
+const VENDORS: [Vendor; 6] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Responses,
+    Vendor::Azure,
+    Vendor::AzureResponses,
 ];
 
 /// How a call's arguments are sent.
@@ -76,17 +78,17 @@ fn with(mut object: Value, key: &str, value: Option<Value>) -> Value {
 impl Vendor {
     fn format(self) -> Format {
         match self {
-            Self::OpenAi => Format::OpenAi,
+            Self::OpenAi | Self::Azure => Format::OpenAi,
             Self::Anthropic => Format::Anthropic,
             Self::Gemini => Format::Gemini,
-            Self::Responses => Format::OpenAiResponses,
+            Self::Responses | Self::AzureResponses => Format::OpenAiResponses,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
-            Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Responses => format!(
+            Self::OpenAi | Self::Azure => format!("data: {data}\n\n"),
+            Self::Anthropic | Self::Responses | Self::AzureResponses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -97,7 +99,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `now`.
     fn answer(self, args: Args) -> Value {
         match self {
-            Self::OpenAi => {
+            Self::OpenAi | Self::Azure => {
                 let function = with(json!({"name": "now"}), "arguments", args.value());
                 json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
                     "index": 0, "finish_reason": "tool_calls", "message": {
@@ -120,7 +122,7 @@ impl Vendor {
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
             }
-            Self::Responses => json!({"id": "resp_1", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "output": [Self::responses_call(args.value())],
                 "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
         }
@@ -142,7 +144,7 @@ impl Vendor {
     /// value whole in one chunk.
     fn stream(self, args: Args) -> String {
         let events: Vec<Value> = match self {
-            Self::OpenAi => {
+            Self::OpenAi | Self::Azure => {
                 let mut function = json!({"name": "now"});
                 if let Args::Null = args {
                     function["arguments"] = Value::Null;
@@ -190,7 +192,7 @@ impl Vendor {
                 events
             }
             Self::Gemini => vec![self.answer(args)],
-            Self::Responses => {
+            Self::Responses | Self::AzureResponses => {
                 let mut events = vec![
                     json!({"type": "response.created", "response": {"id": "resp_1",
                         "status": "in_progress", "output": []}}),
@@ -212,7 +214,7 @@ impl Vendor {
             }
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self == Self::OpenAi {
+        if self.wire() == Self::OpenAi {
             body.push_str("data: [DONE]\n\n");
         }
         body
@@ -238,7 +240,7 @@ impl Vendor {
     /// A non-streamed text answer.
     fn text_answer(self, text: &str) -> Value {
         match self {
-            Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
+            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-2", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}]}),
             Self::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
@@ -246,7 +248,7 @@ impl Vendor {
                 "usage": {"input_tokens": 5, "output_tokens": 3}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
-            Self::Responses => json!({"id": "resp_2", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_2", "object": "response",
                 "status": "completed", "output": [{"type": "message", "id": "msg_1",
                 "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
         }
@@ -255,7 +257,7 @@ impl Vendor {
     /// A streamed text answer.
     fn text_stream(self, text: &str) -> String {
         let events = match self {
-            Self::OpenAi => vec![
+            Self::OpenAi | Self::Azure => vec![
                 json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
                     "finish_reason": null}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
@@ -274,14 +276,14 @@ impl Vendor {
                 json!({"type": "message_stop"}),
             ],
             Self::Gemini => vec![self.text_answer(text)],
-            Self::Responses => vec![
+            Self::Responses | Self::AzureResponses => vec![
                 json!({"type": "response.output_text.delta", "output_index": 0,
                     "item_id": "msg_1", "delta": text}),
                 json!({"type": "response.completed", "response": self.text_answer(text)}),
             ],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self == Self::OpenAi {
+        if self.wire() == Self::OpenAi {
             body.push_str("data: [DONE]\n\n");
         }
         body

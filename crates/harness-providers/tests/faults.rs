@@ -28,7 +28,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
+use harness_providers::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -247,13 +247,19 @@ enum Vendor {
     Anthropic,
     Gemini,
     Responses,
+    /// Azure OpenAI's Chat Completions: OpenAI's format, Azure's URLs, key and filter chunks.
+    Azure,
+    /// Azure OpenAI's Responses API.
+    AzureResponses,
 }
 
-const VENDORS: [Vendor; 4] = [
+const VENDORS: [Vendor; 6] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
     Vendor::Responses,
+    Vendor::Azure,
+    Vendor::AzureResponses,
 ];
 
 /// Tool-call arguments as a test sends them: a JSON object, or text that is not one.
@@ -295,6 +301,21 @@ fn quick() -> Knobs {
     }
 }
 
+/// An Azure OpenAI connection to `url` with a key and the probe's settings.
+fn azure(url: &str, knobs: Knobs) -> AzureOpenAi {
+    let mut builder = AzureOpenAi::builder()
+        .endpoint(url)
+        .api_key("k")
+        .idle_timeout(knobs.idle)
+        .stream_timeout(knobs.total)
+        .timeout(knobs.timeout)
+        .retry(knobs.retry);
+    if let Some(bytes) = knobs.max_bytes {
+        builder = builder.max_response_bytes(bytes);
+    }
+    builder.build().unwrap()
+}
+
 macro_rules! configure {
     ($builder:expr, $url:expr, $knobs:expr) => {{
         let knobs: Knobs = $knobs;
@@ -319,6 +340,17 @@ impl Vendor {
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
             Self::Responses => "openai-responses",
+            Self::Azure => "azure",
+            Self::AzureResponses => "azure-responses",
+        }
+    }
+
+    /// The wire format the vendor speaks (the cloud's models speak their vendor's).
+    fn wire(self) -> Self {
+        match self {
+            Self::Azure => Self::OpenAi,
+            Self::AzureResponses => Self::Responses,
+            other => other,
         }
     }
 
@@ -328,6 +360,8 @@ impl Vendor {
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
             Self::Responses => configure!(OpenAiResponses::builder("m"), url, knobs),
+            Self::Azure => Arc::new(azure(url, knobs).chat("m").unwrap()),
+            Self::AzureResponses => Arc::new(azure(url, knobs).responses("m").unwrap()),
         }
     }
 
@@ -343,8 +377,8 @@ impl Vendor {
     /// does on the wire).
     fn event(self, data: &Value) -> Vec<u8> {
         match self {
-            Self::OpenAi => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Responses => format!(
+            Self::OpenAi | Self::Azure => format!("data: {data}\n\n"),
+            Self::Anthropic | Self::Responses | Self::AzureResponses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -356,6 +390,16 @@ impl Vendor {
     /// The events before the first delta.
     fn opening(self) -> Vec<u8> {
         match self {
+            // Azure's first chunk: the prompt's filter results, no choices, id and model
+            // empty (its shape as the recordings in tests/fixtures/azure show it).
+            Self::Azure => [
+                self.event(&json!({"choices": [], "created": 0, "id": "", "model": "",
+                    "object": "", "prompt_filter_results": [{"prompt_index": 0,
+                    "content_filter_results": {"hate": {"filtered": false, "severity": "safe"},
+                    "jailbreak": {"filtered": false, "detected": false}}}]})),
+                Self::OpenAi.opening(),
+            ]
+            .concat(),
             Self::OpenAi => self.event(&json!({"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}
             ]})),
@@ -369,7 +413,7 @@ impl Vendor {
             ]
             .concat(),
             Self::Gemini => Vec::new(),
-            Self::Responses => [
+            Self::Responses | Self::AzureResponses => [
                 self.event(&json!({"type": "response.created", "sequence_number": 0,
                     "response": {"id": "resp_1", "object": "response", "status": "in_progress",
                     "model": "m", "output": [], "usage": null}})),
@@ -386,7 +430,7 @@ impl Vendor {
     /// One text delta.
     fn delta(self, text: &str) -> Vec<u8> {
         self.event(&match self {
-            Self::OpenAi => json!({"choices": [
+            Self::OpenAi | Self::Azure => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
             Self::Anthropic => json!({"type": "content_block_delta", "index": 0,
@@ -394,15 +438,17 @@ impl Vendor {
             Self::Gemini => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
-            Self::Responses => json!({"type": "response.output_text.delta", "item_id": "msg_1",
-                "output_index": 0, "content_index": 0, "delta": text}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "delta": text})
+            }
         })
     }
 
     /// The events that end a text turn, the vendor's end mark among them.
     fn ending(self) -> Vec<u8> {
         match self {
-            Self::OpenAi => [
+            Self::OpenAi | Self::Azure => [
                 self.event(&json!({"choices": [
                     {"index": 0, "delta": {}, "finish_reason": "stop"}
                 ]})),
@@ -423,10 +469,12 @@ impl Vendor {
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
                     "totalTokenCount": 19}})),
             // The end mark alone: its `output` left out, the deltas are the text.
-            Self::Responses => self.event(&json!({"type": "response.completed",
+            Self::Responses | Self::AzureResponses => {
+                self.event(&json!({"type": "response.completed",
                 "response": {"id": "resp_1", "object": "response", "status": "completed",
                 "model": "m", "usage": {"input_tokens": 12, "output_tokens": 7,
-                "total_tokens": 19}}})),
+                "total_tokens": 19}}}))
+            }
         }
     }
 
@@ -443,19 +491,23 @@ impl Vendor {
     /// The vendor's error object (type, message).
     fn error_object(self) -> Value {
         match self {
-            Self::OpenAi => json!({"message": VENDOR_MESSAGE, "type": "server_error"}),
+            Self::OpenAi | Self::Azure => {
+                json!({"message": VENDOR_MESSAGE, "type": "server_error"})
+            }
             Self::Anthropic => json!({"type": "overloaded_error", "message": VENDOR_MESSAGE}),
             Self::Gemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
-            Self::Responses => json!({"code": "server_error", "message": VENDOR_MESSAGE}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"code": "server_error", "message": VENDOR_MESSAGE})
+            }
         }
     }
 
     /// The error type [`Vendor::error_object`] names.
     fn error_type(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::Responses => "server_error",
+            Self::OpenAi | Self::Responses | Self::Azure | Self::AzureResponses => "server_error",
             Self::Anthropic => "overloaded_error",
             Self::Gemini => "UNAVAILABLE",
         }
@@ -466,7 +518,8 @@ impl Vendor {
         match self {
             Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
             // The API's `error` event: its code and message at the top level.
-            Self::Responses => self.event(&json!({"type": "error", "code": "server_error",
+            Self::Responses | Self::AzureResponses => self
+                .event(&json!({"type": "error", "code": "server_error",
                 "message": VENDOR_MESSAGE, "param": null, "sequence_number": 3})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
@@ -477,8 +530,10 @@ impl Vendor {
         match self {
             Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
             // A response that failed.
-            Self::Responses => json!({"id": "resp_1", "object": "response", "status": "failed",
-                "error": self.error_object(), "output": []}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"id": "resp_1", "object": "response", "status": "failed",
+                "error": self.error_object(), "output": []})
+            }
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -486,7 +541,7 @@ impl Vendor {
     /// A non-streamed text answer; `finished: false` leaves out the finish reason.
     fn text_answer(self, text: &str, finished: bool) -> Value {
         let mut answer = match self {
-            Self::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion",
+            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-1", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
@@ -495,7 +550,7 @@ impl Vendor {
                 "usage": {"input_tokens": 12, "output_tokens": 7}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
-            Self::Responses => json!({"id": "resp_1", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "model": "m", "error": null, "output": [{"type": "message",
                 "id": "msg_1", "status": "completed", "role": "assistant", "content": [
                 {"type": "output_text", "text": text, "annotations": []}]}],
@@ -503,7 +558,7 @@ impl Vendor {
         };
         if !finished {
             match self {
-                Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
+                Self::OpenAi | Self::Azure => answer["choices"][0]["finish_reason"] = Value::Null,
                 Self::Anthropic => answer["stop_reason"] = Value::Null,
                 Self::Gemini => {
                     answer["candidates"][0]
@@ -511,7 +566,7 @@ impl Vendor {
                         .unwrap()
                         .remove("finishReason");
                 }
-                Self::Responses => {
+                Self::Responses | Self::AzureResponses => {
                     answer.as_object_mut().unwrap().remove("status");
                 }
             }
@@ -522,7 +577,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `note` (Gemini gives calls no id).
     fn tool_answer(self, id: &str, args: Args<'_>) -> Value {
         match (self, args) {
-            (Self::OpenAi, _) => {
+            (Self::OpenAi | Self::Azure, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -550,7 +605,7 @@ impl Vendor {
                     {"functionCall": {"name": "note", "args": args}}]},
                     "finishReason": "STOP", "index": 0}]})
             }
-            (Self::Responses, _) => {
+            (Self::Responses | Self::AzureResponses, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -572,7 +627,7 @@ impl Vendor {
         };
         let (head, tail) = text.split_at(text.len() / 2);
         match self {
-            Self::OpenAi => [
+            Self::OpenAi | Self::Azure => [
                 self.event(
                     &json!({"choices": [{"index": 0, "delta": {"role": "assistant",
                     "content": null, "tool_calls": [{"index": 0, "id": id, "type": "function",
@@ -618,7 +673,7 @@ impl Vendor {
                     "finishReason": "STOP", "index": 0}]}),
                 )
             }
-            Self::Responses => {
+            Self::Responses | Self::AzureResponses => {
                 let item = |arguments: &str, status: &str| {
                     json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": "note",
                         "arguments": arguments, "status": status})
@@ -789,7 +844,11 @@ fn separator(vendor: Vendor) -> &'static [u8] {
 /// `message_stop`, Gemini's finishing chunk).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
-        Vendor::OpenAi | Vendor::Gemini | Vendor::Responses => whole.len() - vendor.ending().len(),
+        Vendor::OpenAi
+        | Vendor::Gemini
+        | Vendor::Responses
+        | Vendor::Azure
+        | Vendor::AzureResponses => whole.len() - vendor.ending().len(),
         Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
     };
     boundaries(whole, separator(vendor))
@@ -1463,6 +1522,82 @@ fn retry_probes(probes: &mut Probes, vendor: Vendor) {
         1,
         move |_| silent_then_answered(vendor),
     );
+    if vendor.wire() != vendor {
+        // Azure's 429 says when in milliseconds too; that finer figure wins, capped.
+        for (label, ms, low, high) in [
+            ("250 (Retry-After 20)", "250", 240, 2000),
+            ("1e30", "1e30", 390, 4000),
+        ] {
+            for streamed in [false, true] {
+                let mode = if streamed { "stream" } else { "answer" };
+                probes.add(
+                    format!(
+                        "{v} {mode}: 429, retry-after-ms {label} → waits it, capped; retry succeeds"
+                    ),
+                    1,
+                    move |_| azure_retry_after_ms(vendor, ms, streamed, (low, high)),
+                );
+            }
+        }
+    }
+}
+
+/// Azure's 429 with `retry-after: 20` and `retry-after-ms: ms`: the client waits the
+/// milliseconds (within `max_delay`, 400 ms), not the 20 s, and the retry succeeds; the
+/// wait takes `bounds` milliseconds.
+async fn azure_retry_after_ms(
+    vendor: Vendor,
+    ms: &'static str,
+    streamed: bool,
+    bounds: (u64, u64),
+) {
+    let server = FaultServer::start(move |n, _| {
+        if n > 0 && streamed {
+            return sse(vendor.text_stream(&["fi", "ne"]));
+        }
+        if n > 0 {
+            return json_body(&vendor.text_answer("fine", true));
+        }
+        let error =
+            json!({"error": {"code": "429", "message": "Requests have exceeded the rate limit."}});
+        let error = error.to_string().into_bytes();
+        let extra = [("retry-after", "20"), ("retry-after-ms", ms)];
+        vec![
+            Step::Send(head_with(
+                429,
+                Some("application/json"),
+                Some(error.len()),
+                &extra,
+            )),
+            Step::Send(error),
+        ]
+    })
+    .await;
+    let retry = RetryPolicy {
+        attempts: 2,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(400),
+    };
+    let model = vendor.model(
+        &server.url,
+        Knobs {
+            retry,
+            ..Knobs::default()
+        },
+    );
+    let (answer, elapsed) = if streamed {
+        let got = stream_of(&model).await;
+        (got.end, got.elapsed)
+    } else {
+        generate_of(&*model).await
+    };
+    assert_eq!(answer.unwrap().content(), "fine");
+    assert_eq!(server.hits(), 2);
+    within(
+        elapsed,
+        Duration::from_millis(bounds.0),
+        Duration::from_millis(bounds.1),
+    );
 }
 
 /// A stream's first attempt gets no headers: it is given up after the idle timeout and
@@ -1799,6 +1934,12 @@ fn recordings() -> Vec<Recording> {
             Vendor::Responses,
             Format::OpenAiResponses,
         ),
+        ("azure/chat", Vendor::Azure, Format::OpenAi),
+        (
+            "azure/responses",
+            Vendor::AzureResponses,
+            Format::OpenAiResponses,
+        ),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
@@ -2116,14 +2257,14 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             result.contains(&format!("You sent:\n{broken}\n")),
             "{result}"
         );
-        if vendor == Vendor::Responses {
+        if vendor.wire() == Vendor::Responses {
             let input = &server.requests()[1].body["input"];
             assert_eq!(input[1]["type"], "function_call");
             assert_eq!(input[1]["arguments"], json!("{}"));
             let told = input[2]["output"].as_str().unwrap();
             assert!(told.contains(&broken), "{told}");
         }
-        if vendor == Vendor::OpenAi {
+        if vendor.wire() == Vendor::OpenAi {
             let second = &server.requests()[1].body;
             assert_eq!(
                 second["messages"][1]["tool_calls"][0]["function"]["arguments"],

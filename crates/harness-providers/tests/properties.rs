@@ -591,7 +591,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai stream: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat"],
     );
     stream_odd_counts(
         "anthropic stream: odd counts",
@@ -602,7 +602,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai-responses stream: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses"],
     );
 }
 
@@ -611,7 +611,7 @@ fn openai_stream_mutations_never_panic() {
     stream_mutations(
         "openai stream: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat"],
     );
 }
 
@@ -629,7 +629,7 @@ fn responses_stream_mutations_never_panic() {
     stream_mutations(
         "openai-responses stream: mutations",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses"],
     );
 }
 
@@ -638,7 +638,7 @@ fn responses_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai-responses stream: cuts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses"],
     );
 }
 
@@ -652,7 +652,7 @@ fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai stream: cuts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat"],
     );
 }
 
@@ -861,7 +861,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai parser: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat"],
     );
     parser_odd_counts(
         "anthropic parser: odd counts",
@@ -872,7 +872,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai-responses parser: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses"],
     );
 }
 
@@ -881,7 +881,7 @@ fn openai_parser_mutations_never_panic() {
     parser_mutations(
         "openai parser: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat"],
     );
 }
 
@@ -899,7 +899,7 @@ fn responses_parser_mutations_never_panic() {
     parser_mutations(
         "openai-responses parser: mutations",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses"],
     );
 }
 

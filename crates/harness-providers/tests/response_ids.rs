@@ -17,26 +17,31 @@ impl Vendor {
             "anthropic" => Self::Anthropic,
             "gemini" => Self::Gemini,
             "openai-responses" => Self::Responses,
+            "azure/chat" => Self::Azure,
+            "azure/responses" => Self::AzureResponses,
             _ => Self::OpenAi,
         }
     }
 
     /// The id and model an answer (or one stream event) names, under the vendor's keys.
     fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
-        let text = |v: &Value| v.as_str().map(str::to_owned);
+        // Azure's first chunk names an empty id and model: no id, no model.
+        let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
         match self {
             Self::Anthropic if value["type"] == "message_start" => (
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic => (text(&value["id"]), text(&value["model"])),
+            Self::OpenAi | Self::Azure | Self::Anthropic => {
+                (text(&value["id"]), text(&value["model"]))
+            }
             Self::Gemini => (text(&value["responseId"]), text(&value["modelVersion"])),
             // A stream's lifecycle events carry the response.
-            Self::Responses if value.get("response").is_some() => (
+            Self::Responses | Self::AzureResponses if value.get("response").is_some() => (
                 text(&value["response"]["id"]),
                 text(&value["response"]["model"]),
             ),
-            Self::Responses => (text(&value["id"]), text(&value["model"])),
+            Self::Responses | Self::AzureResponses => (text(&value["id"]), text(&value["model"])),
         }
     }
 }
@@ -69,6 +74,8 @@ async fn every_recorded_answer_gives_its_id_and_model() {
         "anthropic",
         "gemini",
         "openai-responses",
+        "azure/chat",
+        "azure/responses",
     ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".json") {
@@ -82,7 +89,7 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 22);
+    assert_eq!(checked, 31);
 }
 
 #[tokio::test]
@@ -94,6 +101,8 @@ async fn every_recorded_stream_gives_its_id_and_model() {
         "anthropic",
         "gemini",
         "openai-responses",
+        "azure/chat",
+        "azure/responses",
     ] {
         let vendor = Vendor::of(dir);
         for path in recorded(dir, ".sse") {
@@ -113,7 +122,7 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 16);
+    assert_eq!(checked, 23);
 }
 
 #[tokio::test]

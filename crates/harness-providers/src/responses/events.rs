@@ -92,17 +92,15 @@ pub(super) struct HeadIn<'a> {
     pub(super) usage: Option<UsageIn>,
 }
 
-/// One of Azure's `content_filters`, read for whether it blocked.
-#[derive(Deserialize)]
-struct FilterIn {
-    #[serde(default)]
-    blocked: Option<bool>,
-}
-
-/// Whether any of Azure's `content_filters` (a list, or null) blocked.
+/// Whether any of Azure's `content_filters` (a list of verdicts, or null) says `blocked:
+/// true`. An annotation of another shape says nothing rather than failing the answer.
 fn blocked<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    let filters: Option<Vec<FilterIn>> = Deserialize::deserialize(deserializer)?;
-    Ok(filters.is_some_and(|f| f.iter().any(|f| f.blocked == Some(true))))
+    let filters = Value::deserialize(deserializer)?;
+    Ok(filters.as_array().is_some_and(|filters| {
+        filters
+            .iter()
+            .any(|f| f.get("blocked").and_then(Value::as_bool) == Some(true))
+    }))
 }
 
 /// `incomplete_details`.

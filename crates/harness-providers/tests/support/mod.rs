@@ -305,6 +305,10 @@ pub enum Vendor {
     Gemini,
     /// The OpenAI Responses API.
     Responses,
+    /// Azure OpenAI's Chat Completions (OpenAI's format at Azure's URLs).
+    Azure,
+    /// Azure OpenAI's Responses API.
+    AzureResponses,
 }
 
 impl Vendor {
@@ -339,6 +343,26 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
+            Self::Azure => Arc::new(Self::azure(url).chat("m").unwrap()),
+            Self::AzureResponses => Arc::new(Self::azure(url).responses("m").unwrap()),
         }
+    }
+
+    /// The wire format the vendor speaks (a cloud's models speak their vendor's).
+    pub fn wire(self) -> Self {
+        match self {
+            Self::Azure => Self::OpenAi,
+            Self::AzureResponses => Self::Responses,
+            other => other,
+        }
+    }
+
+    /// An Azure OpenAI connection with `url` as the resource's endpoint, with a key.
+    fn azure(url: &str) -> harness_providers::AzureOpenAi {
+        harness_providers::AzureOpenAi::builder()
+            .endpoint(url)
+            .api_key("k")
+            .build()
+            .unwrap()
     }
 }
