@@ -27,6 +27,13 @@ pub mod openai_responses {
     #![doc = include_str!("../guide/openai-responses.md")]
 }
 
+/// Azure OpenAI: endpoints, deployments and API versions, keys and Microsoft Entra ID, the
+/// environment, what each API does there, content filters.
+#[cfg(feature = "providers")]
+pub mod azure {
+    #![doc = include_str!("../guide/azure.md")]
+}
+
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.
 pub mod graphs {
     #![doc = include_str!("../guide/graphs.md")]

@@ -95,6 +95,8 @@ pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
+pub use harness_providers::AzureOpenAi;
+#[cfg(feature = "providers")]
 pub use harness_providers::OpenAiResponses;
 #[cfg(feature = "providers")]
 pub use harness_providers::{
@@ -189,6 +191,10 @@ pub mod providers {
         replay,
     };
     pub use harness_core::{HostedCall, HostedTool};
+    #[cfg(feature = "providers")]
+    pub use harness_providers::AzureOpenAiBuilder;
+    #[cfg(feature = "azure-identity")]
+    pub use harness_providers::EntraId;
     #[cfg(feature = "providers")]
     pub use harness_providers::OpenAiResponsesBuilder;
     #[cfg(feature = "providers")]
