@@ -508,9 +508,9 @@ fn blocks(content: &Content) -> impl Iterator<Item = BlockWire<'_>> {
                 thinking: text,
                 signature,
             },
-            Block::Thinking(_) => return None,
-            // Another vendor's hosted tools ran there; Anthropic has no place for them.
-            Block::HostedCall(_) => return None,
+            // Another vendor's thinking, or another vendor's hosted tools (they ran there;
+            // Anthropic has no place for them).
+            Block::Thinking(_) | Block::HostedCall(_) => return None,
             Block::Image(image) => BlockWire::Image {
                 source: image_source(image),
             },

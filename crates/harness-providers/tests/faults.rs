@@ -1714,6 +1714,7 @@ fn tool_call_probes(probes: &mut Probes) {
 }
 
 /// How a Responses turn ends (hand-made bodies around the API's terminal events).
+#[allow(clippy::too_many_lines)] // a list of probes
 fn responses_end_probes(probes: &mut Probes) {
     let vendor = Vendor::Responses;
     let terminal = move |kind: &str, status: &str, reason: Option<&str>| {

@@ -216,7 +216,10 @@ impl<'v> ResponsesAccumulator<'v> {
                 }
             }
             Kind::FunctionCall => {
-                slot.text = item.arguments.as_deref().unwrap_or_default().to_owned();
+                item.arguments
+                    .as_deref()
+                    .unwrap_or_default()
+                    .clone_into(&mut slot.text);
             }
             Kind::Reasoning => {
                 // The summary the model shows; a model that shows its reasoning itself
@@ -360,6 +363,8 @@ fn reason<'a>(details: Option<&'a super::events::IncompleteIn<'_>>) -> Option<&'
 }
 
 impl Accumulator for ResponsesAccumulator<'_> {
+    // One match over the API's events, each arm short: split, it would read worse.
+    #[allow(clippy::too_many_lines)]
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let data = event.data;
         let named = event.event != "message";

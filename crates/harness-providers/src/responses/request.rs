@@ -416,6 +416,7 @@ impl Serialize for ContentWire<'_> {
 /// One input part: text, an image (a URL or a `data:` URL) or a file.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the API's own type names
 enum InputPart<'a> {
     InputText {
         text: &'a str,
