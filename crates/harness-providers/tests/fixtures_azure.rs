@@ -662,29 +662,55 @@ async fn dated_responses_a_text_answer_whole_and_streamed() {
     assert_eq!(info.name(), "azure-responses:gpt-4o-mini");
 }
 
+/// A turn of `model`, streamed or not.
+async fn turn_of(
+    model: &OpenAiResponses,
+    messages: &[Message],
+    tools: &[Arc<ToolSpec>],
+    streamed: bool,
+) -> CompletionResponse {
+    if streamed {
+        completed(&collect_events(model, messages, tools).await).clone()
+    } else {
+        model
+            .generate(Request::new(messages).with_tools(tools))
+            .await
+            .unwrap()
+    }
+}
+
+/// The items of a Responses request's `input` that are items (a call, its output), not
+/// messages.
+fn items(input: &Value) -> Vec<Value> {
+    input
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] != Value::Null)
+        .cloned()
+        .collect()
+}
+
 #[tokio::test]
 async fn dated_responses_a_parallel_function_round_whole_and_streamed() {
     for streamed in [false, true] {
+        let (first_name, second_name) = if streamed {
+            (
+                "responses/dated_stream_parallel_function_calls",
+                "responses/dated_stream_text_after_function_call_outputs",
+            )
+        } else {
+            (
+                "responses/dated_nonstream_parallel_function_calls",
+                "responses/dated_nonstream_text_after_function_call_outputs",
+            )
+        };
         let server = Server::start(move |n, _| {
-            let (name, sse) = match (n, streamed) {
-                (0, false) => (
-                    "responses/dated_nonstream_parallel_function_calls.json",
-                    false,
-                ),
-                (_, false) => (
-                    "responses/dated_nonstream_text_after_function_call_outputs.json",
-                    false,
-                ),
-                (0, true) => ("responses/dated_stream_parallel_function_calls.sse", true),
-                (_, true) => (
-                    "responses/dated_stream_text_after_function_call_outputs.sse",
-                    true,
-                ),
-            };
-            if sse {
-                Reply::sse(fixture(&path(name)))
+            let name = if n == 0 { first_name } else { second_name };
+            if streamed {
+                Reply::sse(fixture(&path(&format!("{name}.sse"))))
             } else {
-                Reply::json(200, fixture(&path(name)))
+                Reply::json(200, fixture(&path(&format!("{name}.json"))))
             }
         })
         .await;
@@ -696,14 +722,7 @@ async fn dated_responses_a_parallel_function_round_whole_and_streamed() {
             .unwrap();
         let tools = [secret_tool()];
         let mut messages = secret_question();
-        let first = if streamed {
-            completed(&collect_events(&model, &messages, &tools).await).clone()
-        } else {
-            model
-                .generate(Request::new(&messages).with_tools(&tools))
-                .await
-                .unwrap()
-        };
+        let first = turn_of(&model, &messages, &tools, streamed).await;
         let ids = if streamed {
             [
                 "call_ZxvfEKOUAaNm2rIvu0CXWN1z",
@@ -715,39 +734,28 @@ async fn dated_responses_a_parallel_function_round_whole_and_streamed() {
                 "call_kOPG7p73gWiOqGWGRpEAaVqP",
             ]
         };
-        assert_eq!(
-            calls(&first),
-            [
+        let expected: Vec<(String, String, Value)> = ids
+            .iter()
+            .zip(["mellon", "radiance"])
+            .map(|(id, password)| {
                 (
-                    ids[0].into(),
-                    "secret_retrieval_tool".into(),
-                    json!({"password": "mellon"})
-                ),
-                (
-                    ids[1].into(),
-                    "secret_retrieval_tool".into(),
-                    json!({"password": "radiance"})
-                ),
-            ],
-            "streamed {streamed}"
-        );
+                    (*id).to_owned(),
+                    "secret_retrieval_tool".to_owned(),
+                    json!({ "password": password }),
+                )
+            })
+            .collect();
+        assert_eq!(calls(&first), expected, "streamed {streamed}");
         assert_eq!(usage(&first), (36, 54, 90, 0, 0));
 
         messages.push(turn(&first));
         messages.extend(secret_results(ids));
-        let second = if streamed {
-            completed(&collect_events(&model, &messages, &tools).await).clone()
-        } else {
-            model
-                .generate(Request::new(&messages).with_tools(&tools))
-                .await
-                .unwrap()
-        };
+        let second = turn_of(&model, &messages, &tools, streamed).await;
+        let text = second.content();
         assert!(
-            second.content().contains("mellon**: \"Welcome to Moria!\"")
-                || second.content().contains("\"mellon\"**: Welcome to Moria!"),
-            "{}",
-            second.content()
+            text.contains("mellon**: \"Welcome to Moria!\"")
+                || text.contains("\"mellon\"**: Welcome to Moria!"),
+            "{text}"
         );
         assert_eq!(second.finish_reason(), FinishReason::Stop);
 
@@ -758,27 +766,10 @@ async fn dated_responses_a_parallel_function_round_whole_and_streamed() {
                 .all(|r| r.target == "/openai/responses?api-version=2025-03-01-preview")
         );
         // The calls and their outputs go back as the recorded client sent them.
-        let name = if streamed {
-            "responses/dated_stream_text_after_function_call_outputs"
-        } else {
-            "responses/dated_nonstream_text_after_function_call_outputs"
-        };
-        let expected = recorded(name)["input"].clone();
-        let sent: Vec<Value> = requests[1].json()["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|item| item["type"] != Value::Null)
-            .cloned()
-            .collect();
-        let recorded_items: Vec<&Value> = expected
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|item| item["type"] != Value::Null)
-            .collect();
+        let sent = items(&requests[1].json()["input"]);
+        let recorded_items = items(&recorded(second_name)["input"]);
         assert_eq!(sent.len(), recorded_items.len(), "{sent:?}");
-        for (sent, recorded) in sent.iter().zip(recorded_items) {
+        for (sent, recorded) in sent.iter().zip(&recorded_items) {
             for key in ["type", "call_id", "name", "arguments", "output"] {
                 assert_eq!(sent[key], recorded[key], "{key} in {sent}");
             }

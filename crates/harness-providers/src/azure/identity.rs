@@ -108,7 +108,8 @@ impl EntraId {
     /// `AZURE_TOKEN_CREDENTIALS` this does not know, or a credential whose settings are
     /// missing or malformed (the crate's words kept).
     pub fn from_env() -> Result<Self> {
-        let choice = env(CHOICE_VAR).map(|c| c.to_ascii_lowercase());
+        let given = env(CHOICE_VAR);
+        let choice = given.as_deref().map(str::to_ascii_lowercase);
         let (kind, credential) = match choice.as_deref() {
             None => Self::configured().unwrap_or_else(developer_tools),
             Some("dev") => developer_tools(),
@@ -124,7 +125,8 @@ impl EntraId {
                 "AzureDeveloperCliCredential",
                 AzureDeveloperCliCredential::new(None).map(|c| c as Arc<dyn TokenCredential>),
             ),
-            Some(other) => {
+            Some(_) => {
+                let other = given.unwrap_or_default();
                 return Err(Error::configuration(format!(
                     "{CHOICE_VAR}={other:?} names no credential this library knows; use dev, \
                      prod, EnvironmentCredential, WorkloadIdentityCredential, \
@@ -213,7 +215,6 @@ fn managed_identity() -> Made {
     let options = ManagedIdentityCredentialOptions {
         user_assigned_id: env("AZURE_CLIENT_ID").map(UserAssignedId::ClientId),
         client_options: EntraId::client_options(),
-        ..ManagedIdentityCredentialOptions::default()
     };
     (
         "ManagedIdentityCredential",
