@@ -20,6 +20,12 @@ pub mod providers {
     #![doc = include_str!("../guide/providers.md")]
 }
 
+/// Cost: prices and the built-in table, overriding it, money budgets, prompt caching per
+/// vendor, counting tokens before a request.
+pub mod cost {
+    #![doc = include_str!("../guide/cost.md")]
+}
+
 /// OpenAI's Responses API: reasoning carried across turns, storage, structured output,
 /// hosted tools and their calls.
 #[cfg(feature = "providers")]
@@ -32,6 +38,21 @@ pub mod openai_responses {
 #[cfg(feature = "providers")]
 pub mod azure {
     #![doc = include_str!("../guide/azure.md")]
+}
+
+/// Google Vertex AI: a connection handing out Gemini and Claude models, credentials
+/// (Application Default Credentials with feature `vertex`), project and location, model
+/// names.
+#[cfg(feature = "vertex")]
+pub mod vertex {
+    #![doc = include_str!("../guide/vertex.md")]
+}
+
+/// AWS Bedrock: credentials, regions, model ids and inference profiles, what Converse
+/// supports (feature `bedrock`).
+#[cfg(feature = "bedrock")]
+pub mod bedrock {
+    #![doc = include_str!("../guide/bedrock.md")]
 }
 
 /// Graphs: typed state, reducers, nodes and edges, loops, running and streaming, diagrams.

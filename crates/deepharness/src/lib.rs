@@ -96,12 +96,15 @@ pub use harness_core::tool;
 pub use harness_graph::{Executor, Graph};
 #[cfg(feature = "providers")]
 pub use harness_providers::AzureOpenAi;
+#[cfg(feature = "bedrock")]
+pub use harness_providers::Bedrock;
 #[cfg(feature = "providers")]
 pub use harness_providers::OpenAiResponses;
+pub use harness_providers::Vertex;
 #[cfg(feature = "providers")]
 pub use harness_providers::{
-    Anthropic, Cerebras, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral, Ollama,
-    OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
+    Anthropic, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
+    Ollama, OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
 };
 
 /// The loop's own types: the builder, a run's input and options, its stream, its error, the
@@ -174,7 +177,7 @@ pub mod tools {
 }
 
 /// The model interface and its wire types: [`Llm`], requests and settings, responses, usage,
-/// content blocks; with the `providers` feature, the wrappers and their `LlmExt`
+/// content blocks, prices and costs, prompt caching, token counts; with the `providers` feature, the wrappers and their `LlmExt`
 /// combinators, choosing a model from the environment, and the kit for a REST vendor of your
 /// own.
 pub mod providers {
@@ -190,6 +193,7 @@ pub mod providers {
         Request, Role, Supports, Text, Thinking, TokenUsage, ToolCall, ToolChoice, ToolSpec,
         replay,
     };
+    pub use harness_core::{CacheRetention, CacheTtl, Cost, Prices, PromptCache, TokenCount, Usd};
     pub use harness_core::{HostedCall, HostedTool};
     #[cfg(feature = "providers")]
     pub use harness_providers::AzureOpenAiBuilder;
@@ -198,10 +202,14 @@ pub mod providers {
     #[cfg(feature = "providers")]
     pub use harness_providers::OpenAiResponsesBuilder;
     #[cfg(feature = "providers")]
+    pub use harness_providers::VertexBuilder;
+    #[cfg(feature = "providers")]
     pub use harness_providers::{
-        AnthropicBuilder, Caching, Fallback, GeminiBuilder, HttpClient, HttpConfig, OpenAiBuilder,
-        RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
+        AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,
+        OpenAiBuilder, RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
     };
+    #[cfg(feature = "bedrock")]
+    pub use harness_providers::{BedrockBuilder, Guardrail, GuardrailTrace, aws_credential_types};
     #[cfg(feature = "providers")]
     pub use harness_providers::{LlmExt, ModelChoice, model_from_spec};
 }

@@ -7,8 +7,11 @@
 //!   search, a code sandbox, remote MCP), and [`HostedCall`], what their calls leave in a turn.
 //! - [`CompletionResponse`], [`TokenUsage`], [`ToolCall`], [`FinishReason`],
 //!   [`ReasoningLevel`]: what a model hands back.
-//! - [`Llm`]: the one trait a model implements (`generate`, `stream`, `info`); [`LlmEvent`]
-//!   for streaming, [`ModelInfo`] for what a model is and supports.
+//! - [`Llm`]: the one trait a model implements (`generate`, `stream`, `info`,
+//!   `count_tokens`); [`LlmEvent`] for streaming, [`ModelInfo`] for what a model is, supports
+//!   and charges, [`TokenCount`] for a prompt's size before it is sent.
+//! - [`Prices`], [`Cost`] and [`Usd`]: what a model charges per million tokens, and what a
+//!   [`TokenUsage`] came to, exact to the picodollar.
 //! - [`Tool`], [`ToolSpec`], [`Toolbox`], [`CallOptions`], [`Ctx`] and the
 //!   [`tool`](macro@tool) attribute macro: plain functions a model can call.
 //! - [`Agent`] and the [`agent`] module: the think/act loop, its budgets, context policy,
@@ -58,6 +61,7 @@ extern crate self as harness_core;
 pub mod agent;
 mod channel;
 pub mod content;
+mod cost;
 mod error;
 pub mod hosted;
 mod llm;
@@ -75,14 +79,18 @@ pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentState, Budget, RunError, RunInput, RunStream, StopReason,
 };
 pub use content::{Block, Document, Image, ImageSource, Text, Thinking};
+pub use cost::{Cost, Prices, Usd};
 pub use error::{
     Error, ErrorKind, PROVIDER_BODY_EXCERPT_CHARS, ProviderError, ProviderErrorKind, Result,
     ToolError, ToolErrorKind,
 };
 pub use hosted::{HostedCall, HostedTool};
-pub use llm::{BoxStream, Llm, LlmEvent, ModelInfo, Supports, replay};
+pub use llm::{BoxStream, Llm, LlmEvent, ModelInfo, Supports, TokenCount, replay};
 pub use message::{Content, Message, Role, ToolCall};
-pub use request::{ModelSettings, OutputSchema, OwnedRequest, Request, ToolChoice};
+pub use request::{
+    CacheRetention, CacheTtl, ModelSettings, OutputSchema, OwnedRequest, PromptCache, Request,
+    ToolChoice,
+};
 pub use response::{CompletionResponse, FinishReason, ReasoningLevel, TokenUsage};
 pub use tool::{
     ApproveFn, CallOptions, Ctx, ElicitationMode, ElicitationRequest, ElicitationResponse, Human,

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use futures_core::Stream;
 use futures_util::{StreamExt, stream};
 
+use crate::agent::estimate_tokens;
 use crate::content::Block;
+use crate::cost::Prices;
 use crate::error::Result;
 use crate::hosted::HostedCall;
 use crate::request::{OwnedRequest, Request};
@@ -34,13 +36,15 @@ pub enum LlmEvent {
 /// What a model is and what it can do, as [`Llm::info`] tells it.
 ///
 /// ```
-/// use harness_core::{ModelInfo, Supports};
+/// use harness_core::{ModelInfo, Prices, Supports};
 ///
 /// let info = ModelInfo::new("openai", "gpt-4o-mini")
 ///     .with_context_window(128_000)
-///     .with_supports(Supports::new().with_tools(true).with_structured_output(true));
+///     .with_supports(Supports::new().with_tools(true).with_structured_output(true))
+///     .with_prices(Prices::per_million(0.15, 0.60).with_cache_read(0.075));
 /// assert_eq!(info.name(), "openai:gpt-4o-mini");
 /// assert!(info.supports.structured_output && !info.supports.reasoning);
+/// assert!(info.prices.is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -55,6 +59,10 @@ pub struct ModelInfo {
     pub context_window: Option<u64>,
     /// What the model can be asked for.
     pub supports: Supports,
+    /// What the model charges, when known: what an agent prices its runs with
+    /// ([`AgentState::cost`](crate::AgentState::cost)) and what a money budget
+    /// ([`Budget::with_max_cost`](crate::Budget::with_max_cost)) needs.
+    pub prices: Option<Prices>,
 }
 
 impl ModelInfo {
@@ -66,6 +74,7 @@ impl ModelInfo {
             model: model.into(),
             context_window: None,
             supports: Supports::default(),
+            prices: None,
         }
     }
 
@@ -80,6 +89,13 @@ impl ModelInfo {
     #[must_use]
     pub fn with_supports(mut self, supports: Supports) -> Self {
         self.supports = supports;
+        self
+    }
+
+    /// Sets what the model charges.
+    #[must_use]
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = Some(prices);
         self
     }
 
@@ -147,19 +163,88 @@ impl Supports {
     }
 }
 
+/// How many tokens a request's prompt holds, as [`Llm::count_tokens`] tells it: counted by
+/// the vendor (or its published tokenizer), or estimated.
+///
+/// ```
+/// use harness_core::{Message, Request, TokenCount};
+///
+/// let messages = [Message::user("What is the capital of France?")]; // 30 characters
+/// let count = TokenCount::estimate(&Request::new(&messages));
+/// assert_eq!(count, TokenCount::estimated(7));
+/// assert!(!count.exact);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TokenCount {
+    /// The prompt's tokens: the messages, the system prompt, the tools and the output
+    /// schema, as the model would read them.
+    pub tokens: u64,
+    /// True when the vendor counted them (its counting endpoint, or its own tokenizer over
+    /// exactly what is sent); false for an estimate.
+    pub exact: bool,
+}
+
+impl TokenCount {
+    /// `tokens`, counted exactly.
+    pub fn counted(tokens: u64) -> Self {
+        Self {
+            tokens,
+            exact: true,
+        }
+    }
+
+    /// `tokens`, estimated.
+    pub fn estimated(tokens: u64) -> Self {
+        Self {
+            tokens,
+            exact: false,
+        }
+    }
+
+    /// The estimate for a model that cannot count: about four characters a token. The
+    /// messages count as [`estimate_tokens`] has it (each message's text, its blocks as
+    /// JSON, each tool call's name and arguments, divided by four, rounded down), and the
+    /// tools (each name, description and parameter schema as JSON) and the output schema add
+    /// a quarter of their characters, rounded up. Images and documents count as their JSON,
+    /// base64 data included, so a request with them is overestimated; a prose prompt in
+    /// English is usually within a fifth of a vendor's count.
+    pub fn estimate(request: &Request<'_>) -> Self {
+        let json_chars = |value: &serde_json::Value| {
+            serde_json::to_string(value).map_or(0, |s| s.chars().count())
+        };
+        let tools: usize = request
+            .tools
+            .iter()
+            .map(|tool| {
+                tool.name.chars().count()
+                    + tool.description.chars().count()
+                    + json_chars(&tool.parameters)
+            })
+            .sum();
+        let schema = request
+            .output
+            .map_or(0, |output| json_chars(&output.schema));
+        let tokens = estimate_tokens(request.messages) + (tools + schema).div_ceil(4);
+        Self::estimated(u64::try_from(tokens).unwrap_or(u64::MAX))
+    }
+}
+
 /// A model: anything that turns a [`Request`] (the transcript, the tools, the settings) into
 /// a completion.
 ///
-/// Three methods. [`generate`](Llm::generate) is the one required. [`stream`](Llm::stream)
+/// Four methods. [`generate`](Llm::generate) is the one required. [`stream`](Llm::stream)
 /// has a default that replays one `generate` result as one delta per block and then
 /// [`LlmEvent::Completed`], so a backend that cannot stream still works everywhere.
 /// [`info`](Llm::info) says what the model is (`custom:llm` and no capability by default).
+/// [`count_tokens`](Llm::count_tokens) says how many tokens a request would be (an estimate
+/// by default).
 /// The request is one `#[non_exhaustive]` value, so what a request can say grows without
 /// breaking an implementor.
 ///
 /// The trait is object-safe, so `Arc<dyn Llm>` is how a model is shared between agents
 /// (and `Arc<dyn Llm>` is itself an `Llm`). A wrapper (a fallback, a cache) implements all
-/// three methods, each in terms of the model it wraps.
+/// four methods, each in terms of the model it wraps.
 ///
 /// ```
 /// use harness_core::{async_trait, CompletionResponse, Llm, Message, ModelInfo, Request, Result};
@@ -209,9 +294,18 @@ pub trait Llm: Send + Sync + 'static {
         )
     }
 
-    /// What the model is: its provider and name, its context window, what it supports.
+    /// What the model is: its provider and name, its context window, what it supports,
+    /// what it charges.
     fn info(&self) -> ModelInfo {
         ModelInfo::new("custom", "llm")
+    }
+
+    /// How many tokens `request`'s prompt would be, without asking for an answer: exact
+    /// where the vendor has a counting endpoint (Anthropic, Gemini) or a published tokenizer
+    /// (OpenAI's, with the providers' `tokenizer` feature). The default is
+    /// [`TokenCount::estimate`].
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        Ok(TokenCount::estimate(&request))
     }
 }
 
@@ -254,6 +348,10 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
 
     fn info(&self) -> ModelInfo {
         (**self).info()
+    }
+
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        (**self).count_tokens(request).await
     }
 }
 
@@ -323,6 +421,36 @@ mod tests {
         let events: Vec<LlmEvent> =
             block_on(model.stream(Request::new(&[])).try_collect()).unwrap_or_default();
         assert_eq!(events, vec![LlmEvent::Completed(Box::new(response))]);
+    }
+
+    struct Counting;
+
+    #[async_trait::async_trait]
+    impl Llm for Counting {
+        async fn generate(&self, _: Request<'_>) -> Result<CompletionResponse> {
+            Ok(CompletionResponse::default())
+        }
+
+        async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+            Ok(TokenCount::counted(request.messages.len() as u64 * 100))
+        }
+    }
+
+    #[test]
+    fn counting_forwards_through_a_shared_model_and_defaults_to_the_estimate() {
+        let messages = [crate::message::Message::user("x".repeat(40))];
+        let shared: Arc<dyn Llm> = Arc::new(Counting);
+        let count = block_on(shared.count_tokens(Request::new(&messages)));
+        assert_eq!(count.ok(), Some(TokenCount::counted(100)));
+        // The default: 40 characters of message (10), a tool of 4 + 8 + 17 characters (8).
+        let tools = [Arc::new(crate::tool::ToolSpec::new(
+            "echo",
+            "Echo it.",
+            json!({"type": "object"}),
+        ))];
+        let request = Request::new(&messages).with_tools(&tools);
+        let estimate = block_on(Fixed(CompletionResponse::default()).count_tokens(request));
+        assert_eq!(estimate.ok(), Some(TokenCount::estimated(10 + 8)));
     }
 
     #[test]

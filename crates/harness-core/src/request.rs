@@ -28,8 +28,9 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// How a model answers: sampling, length, stop sequences, tool choice, reasoning, and
-/// any vendor field the library does not type ([`extra`](ModelSettings::extra)).
+/// How a model answers: sampling, length, stop sequences, tool choice, reasoning, the
+/// vendor's prompt cache, and any vendor field the library does not type
+/// ([`extra`](ModelSettings::extra)).
 ///
 /// Settings can be given on the provider (its defaults), on the agent and per run; the
 /// narrower wins, setting by setting ([`ModelSettings::over`]). A setting left `None` (or
@@ -62,6 +63,9 @@ pub struct ModelSettings {
     pub parallel_tool_calls: Option<bool>,
     /// How hard a reasoning model thinks.
     pub reasoning: Option<ReasoningLevel>,
+    /// How the request uses the vendor's prompt cache; each provider sends what its vendor
+    /// has of it ([`PromptCache`]).
+    pub prompt_cache: Option<PromptCache>,
     /// Tools the vendor runs on its own side (a web search, a code sandbox, a remote MCP
     /// server): sent by a provider that can offer them, refused with a
     /// [`Configuration`](crate::ErrorKind::Configuration) error by any other. The narrower
@@ -126,6 +130,20 @@ impl ModelSettings {
         self
     }
 
+    /// Sets how the request uses the vendor's prompt cache.
+    ///
+    /// ```
+    /// use harness_core::{CacheTtl, ModelSettings, PromptCache};
+    ///
+    /// let settings = ModelSettings::new()
+    ///     .with_prompt_cache(PromptCache::breakpoints().with_ttl(CacheTtl::OneHour));
+    /// assert!(settings.prompt_cache.is_some_and(|cache| cache.breakpoints));
+    /// ```
+    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+        self.prompt_cache = Some(cache);
+        self
+    }
+
     /// Adds a tool the vendor runs on its own side ([`hosted_tools`](ModelSettings::hosted_tools)).
     ///
     /// ```
@@ -182,6 +200,10 @@ impl ModelSettings {
                 .or_else(|| broader.tool_choice.clone()),
             parallel_tool_calls: self.parallel_tool_calls.or(broader.parallel_tool_calls),
             reasoning: self.reasoning.or(broader.reasoning),
+            prompt_cache: self
+                .prompt_cache
+                .clone()
+                .or_else(|| broader.prompt_cache.clone()),
             hosted_tools: if self.hosted_tools.is_empty() {
                 broader.hosted_tools.clone()
             } else {
@@ -194,6 +216,142 @@ impl ModelSettings {
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
         self == &*NO_SETTINGS
+    }
+}
+
+/// How a request uses the vendor's prompt cache: one value for every vendor, each provider
+/// sending the parts its vendor has and leaving the others out. Set it with
+/// [`ModelSettings::with_prompt_cache`]; the narrower settings' value replaces the broader's
+/// whole.
+///
+/// - **Anthropic** (and Claude on other clouds) caches only where the request marks it:
+///   [`breakpoints`](PromptCache::breakpoints) puts a `cache_control` breakpoint on the
+///   system prompt, on the last tool and on the last message, as Anthropic recommends for an
+///   agent (each turn reads the prefix the turn before wrote); [`ttl`](PromptCache::ttl)
+///   keeps the entries five minutes (the default) or an hour. Cache reads and writes come back
+///   in [`TokenUsage`](crate::TokenUsage).
+/// - **OpenAI** caches long prefixes by itself; [`key`](PromptCache::key) is its
+///   `prompt_cache_key` (requests sharing a key are routed to the same cache) and
+///   [`retention`](PromptCache::retention) its `prompt_cache_retention`.
+/// - **Gemini** reads an explicit cache made beforehand through its `cachedContents` API:
+///   [`cached_content`](PromptCache::cached_content) is its name
+///   (`cachedContents/...`), sent as `cachedContent`. (Gemini 2.5 also caches implicitly,
+///   with nothing to set.)
+///
+/// ```
+/// use harness_core::{CacheRetention, ModelSettings, PromptCache};
+///
+/// // One value for an agent that may run on any vendor.
+/// let cache = PromptCache::breakpoints()
+///     .with_key("support-bot")
+///     .with_retention(CacheRetention::Extended);
+/// let settings = ModelSettings::new().with_prompt_cache(cache);
+/// # let _ = settings;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct PromptCache {
+    /// Anthropic: cache breakpoints on the system prompt, the last tool and the last message.
+    pub breakpoints: bool,
+    /// Anthropic: how long the breakpoints' entries live (five minutes when unset).
+    pub ttl: Option<CacheTtl>,
+    /// OpenAI: `prompt_cache_key`, what requests that share a prefix have in common.
+    pub key: Option<String>,
+    /// OpenAI: `prompt_cache_retention`.
+    pub retention: Option<CacheRetention>,
+    /// Gemini: `cachedContent`, the name of a cache made beforehand (`cachedContents/...`).
+    pub cached_content: Option<String>,
+}
+
+impl PromptCache {
+    /// Nothing set: each vendor's default.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cache breakpoints on the system prompt, the last tool and the last message
+    /// (Anthropic).
+    pub fn breakpoints() -> Self {
+        Self {
+            breakpoints: true,
+            ..Self::default()
+        }
+    }
+
+    /// Reads Gemini's cache `name` (`cachedContents/...`).
+    pub fn cached_content(name: impl Into<String>) -> Self {
+        Self {
+            cached_content: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets how long Anthropic keeps the breakpoints' entries.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: CacheTtl) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Sets OpenAI's `prompt_cache_key`.
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets OpenAI's `prompt_cache_retention`.
+    #[must_use]
+    pub fn with_retention(mut self, retention: CacheRetention) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Sets Gemini's `cachedContent`.
+    #[must_use]
+    pub fn with_cached_content(mut self, name: impl Into<String>) -> Self {
+        self.cached_content = Some(name.into());
+        self
+    }
+}
+
+/// How long Anthropic keeps a cache entry after its last use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheTtl {
+    /// Five minutes (`5m`): the default; writes cost 1.25 times the input price.
+    FiveMinutes,
+    /// An hour (`1h`): writes cost twice the input price.
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The wire value: `5m` or `1h`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FiveMinutes => "5m",
+            Self::OneHour => "1h",
+        }
+    }
+}
+
+/// How long OpenAI keeps a cached prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheRetention {
+    /// In memory (`in_memory`): the default, minutes of inactivity, up to an hour.
+    InMemory,
+    /// Extended (`24h`): up to a day, on the models that offer it.
+    Extended,
+}
+
+impl CacheRetention {
+    /// The wire value: `in_memory` or `24h`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InMemory => "in_memory",
+            Self::Extended => "24h",
+        }
     }
 }
 
@@ -369,6 +527,7 @@ mod tests {
         let run = ModelSettings::new()
             .with_parallel_tool_calls(false)
             .with_extra("seed", json!(7));
+        let provider = provider.with_prompt_cache(PromptCache::breakpoints());
         let agent = agent
             .with_extra("seed", json!(1))
             .with_extra("service_tier", json!("flex"));
@@ -380,6 +539,11 @@ mod tests {
         assert_eq!(effective.stop, ["END"]);
         assert_eq!(effective.parallel_tool_calls, Some(false));
         assert_eq!(effective.reasoning, Some(ReasoningLevel::Low));
+        assert_eq!(effective.prompt_cache, Some(PromptCache::breakpoints()));
+        // A narrower cache setting replaces the broader one whole.
+        let keyed = ModelSettings::new().with_prompt_cache(PromptCache::new().with_key("k"));
+        let cache = keyed.over(&effective).prompt_cache.unwrap_or_default();
+        assert!(!cache.breakpoints && cache.key.as_deref() == Some("k"));
         assert!(ModelSettings::new().is_empty());
         assert!(!effective.is_empty());
     }

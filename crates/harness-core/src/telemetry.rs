@@ -24,8 +24,12 @@ pub(crate) fn provider_name(id: &str) -> &str {
         "openai-responses" => "openai",
         // Azure OpenAI, through either API.
         "azure" | "azure-responses" => "azure.ai.openai",
+        "vertex" => "gcp.vertex_ai",
+        "bedrock" => "aws.bedrock",
         "mistral" => "mistral_ai",
         "xai" => "x_ai",
+        // The conventions' name is this library's id.
+        "cohere" => "cohere",
         other => other,
     }
 }
@@ -188,20 +192,15 @@ pub(crate) fn record_tool_error(span: &Span, error: &ToolError) {
 }
 
 #[cfg(test)]
-mod provider_names {
-    use super::provider_name;
-
+mod provider_name_tests {
     #[test]
-    fn each_service_has_the_conventions_name() {
-        for (id, name) in [
-            ("openai", "openai"),
-            ("openai-responses", "openai"),
-            ("azure", "azure.ai.openai"),
-            ("azure-responses", "azure.ai.openai"),
-            ("gemini", "gcp.gemini"),
-            ("groq", "groq"),
-        ] {
-            assert_eq!(provider_name(id), name, "{id}");
-        }
+    fn the_clouds_are_named_as_the_conventions_name_them() {
+        assert_eq!(super::provider_name("vertex"), "gcp.vertex_ai");
+        assert_eq!(super::provider_name("bedrock"), "aws.bedrock");
+        assert_eq!(super::provider_name("openai-responses"), "openai");
+        assert_eq!(super::provider_name("azure"), "azure.ai.openai");
+        assert_eq!(super::provider_name("azure-responses"), "azure.ai.openai");
+        assert_eq!(super::provider_name("gemini"), "gcp.gemini");
+        assert_eq!(super::provider_name("groq"), "groq");
     }
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 
 use crate::agent::{FINAL_TOOL, estimate_tokens};
+use crate::cost::Prices;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, ModelInfo, Supports};
 use crate::message::{Message, Role, ToolCall};
@@ -65,6 +66,7 @@ fn current_exchange(messages: &[Message]) -> &[Message] {
 pub struct TestModel {
     text: Option<String>,
     only: Option<Vec<String>>,
+    prices: Option<Prices>,
 }
 
 impl TestModel {
@@ -76,6 +78,13 @@ impl TestModel {
     /// Answers with `text` instead of the summary of tool results.
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = Some(text.into());
+        self
+    }
+
+    /// Says the model charges `prices` ([`ModelInfo::prices`]), so that runs on it are
+    /// priced and a money budget can be tested offline.
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = Some(prices);
         self
     }
 
@@ -255,7 +264,18 @@ impl Llm for TestModel {
     }
 
     fn info(&self) -> ModelInfo {
-        ModelInfo::new("test", "test").with_supports(Supports::new().with_tools(true))
+        priced(
+            ModelInfo::new("test", "test").with_supports(Supports::new().with_tools(true)),
+            self.prices,
+        )
+    }
+}
+
+/// `info`, with `prices` when there are some.
+fn priced(info: ModelInfo, prices: Option<Prices>) -> ModelInfo {
+    match prices {
+        Some(prices) => info.with_prices(prices),
+        None => info,
     }
 }
 
@@ -316,6 +336,7 @@ enum Turn {
 pub struct FunctionModel {
     turn: Turn,
     structured_output: bool,
+    prices: Option<Prices>,
 }
 
 impl std::fmt::Debug for FunctionModel {
@@ -337,6 +358,7 @@ impl FunctionModel {
         Self {
             turn: Turn::Sync(Arc::new(turn)),
             structured_output: false,
+            prices: None,
         }
     }
 
@@ -350,6 +372,7 @@ impl FunctionModel {
         Self {
             turn: Turn::Async(Arc::new(move |request| Box::pin(turn(request)))),
             structured_output: false,
+            prices: None,
         }
     }
 
@@ -358,6 +381,12 @@ impl FunctionModel {
     /// schema in the request instead of offering `final_answer`.
     pub fn with_structured_output(mut self, on: bool) -> Self {
         self.structured_output = on;
+        self
+    }
+
+    /// Says the model charges `prices` ([`ModelInfo::prices`]).
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = Some(prices);
         self
     }
 }
@@ -375,7 +404,10 @@ impl Llm for FunctionModel {
         let supports = Supports::new()
             .with_tools(true)
             .with_structured_output(self.structured_output);
-        ModelInfo::new("test", "function").with_supports(supports)
+        priced(
+            ModelInfo::new("test", "function").with_supports(supports),
+            self.prices,
+        )
     }
 }
 
@@ -401,6 +433,7 @@ impl Llm for FunctionModel {
 pub struct ScriptedModel {
     script: Mutex<VecDeque<Result<CompletionResponse>>>,
     records: Mutex<Vec<RequestRecord>>,
+    prices: Option<Prices>,
 }
 
 impl ScriptedModel {
@@ -421,6 +454,12 @@ impl ScriptedModel {
     /// Adds a failure to the end of the script.
     pub fn then_fail(self, error: Error) -> Self {
         self.lock_script().push_back(Err(error));
+        self
+    }
+
+    /// Says the model charges `prices` ([`ModelInfo::prices`]).
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = Some(prices);
         self
     }
 
@@ -472,7 +511,10 @@ impl Llm for ScriptedModel {
     }
 
     fn info(&self) -> ModelInfo {
-        ModelInfo::new("test", "scripted").with_supports(Supports::new().with_tools(true))
+        priced(
+            ModelInfo::new("test", "scripted").with_supports(Supports::new().with_tools(true)),
+            self.prices,
+        )
     }
 }
 

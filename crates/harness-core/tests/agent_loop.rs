@@ -19,8 +19,9 @@ use harness_core::agent::{
 };
 use harness_core::testing::{FunctionModel, ScriptedModel, TestModel};
 use harness_core::{
-    Block, CompletionResponse, Content, Ctx, Error, ErrorKind, FinishReason, LogLevel, Message,
-    Role, Thinking, TokenUsage, ToolCall, ToolError, ToolUpdate, Toolbox, approve_fn, tool,
+    Block, CompletionResponse, Content, Cost, Ctx, Error, ErrorKind, FinishReason, LogLevel,
+    Message, Prices, Role, Thinking, TokenUsage, ToolCall, ToolError, ToolUpdate, Toolbox, Usd,
+    approve_fn, tool,
 };
 use serde_json::json;
 
@@ -602,6 +603,125 @@ async fn crossing_the_token_budget_stops_the_run_before_any_tool_runs() {
     assert_eq!(last_two[0].tool_calls.len(), 1);
     assert_eq!(last_two[1].text(), "Not run: the run's budget is spent.");
     assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+/// $10 a million tokens in and out, cache reads at $1, cache writes at $12.50.
+fn ten_dollar_prices() -> Prices {
+    Prices::per_million(10.0, 10.0)
+        .with_cache_read(1.0)
+        .with_cache_write(12.5)
+}
+
+#[tokio::test]
+async fn crossing_the_money_budget_stops_the_run_before_any_tool_runs() {
+    // Each turn: 1,000 prompt tokens (800 of them cached), 100 out: $0.002 + $0.0008 + $0.001.
+    let turn = |id: &str| {
+        CompletionResponse::from_blocks(vec![Block::text("adding")])
+            .with_tool_calls(vec![call("add", json!({"a": 1, "b": 1}), id)])
+            .with_usage(TokenUsage::new(1_000, 100, 1_100).with_cached(800))
+    };
+    let model =
+        ScriptedModel::new([turn("1"), turn("2"), turn("3")]).with_prices(ten_dollar_prices());
+    let agent = Agent::builder(model)
+        .tool(Add)
+        .budget(Budget::new().with_max_cost(0.005))
+        .build()
+        .unwrap();
+    let state = agent.run("add").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::CostBudget);
+    assert_eq!(state.stop_reason.as_str(), "cost_budget");
+    assert_eq!(state.output, json!("adding"));
+    // The first turn ($0.0038) ran its tool; the second crossed $0.005 and did not.
+    let results: Vec<String> = state
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(results, ["2", "Not run: the run's budget is spent."]);
+    assert_eq!(state.cost.total(), Usd::from_dollars(0.0076));
+    assert_eq!(state.cost.input, Usd::from_dollars(0.004));
+    assert_eq!(state.cost.cache_read, Usd::from_dollars(0.0016));
+    assert_eq!(state.cost.output, Usd::from_dollars(0.002));
+    assert_eq!(state.cost, state.usage.cost(&ten_dollar_prices()));
+    let last_two = &state.messages[state.messages.len() - 2..];
+    assert_eq!(last_two[0].tool_calls.len(), 1);
+    assert_eq!(last_two[1].text(), "Not run: the run's budget is spent.");
+    assert!(
+        state
+            .output_as::<String>()
+            .unwrap_err()
+            .to_string()
+            .contains("money limit")
+    );
+    // Saved and read back with its cost.
+    let back = AgentState::from_json(&state.to_json()).unwrap();
+    assert_eq!(back.cost, state.cost);
+    assert_eq!(back.stop_reason, StopReason::CostBudget);
+}
+
+#[tokio::test]
+async fn a_money_budget_on_an_unpriced_model_fails_closed_before_any_call() {
+    let model = Arc::new(ScriptedModel::new([CompletionResponse::text("never")]));
+    let agent = Agent::builder(Arc::clone(&model))
+        .name("spender")
+        .budget(Budget::new().with_max_cost(1.0))
+        .build()
+        .unwrap();
+    let failed = agent.run("hi").await.unwrap_err();
+    assert_eq!(failed.kind(), ErrorKind::Configuration);
+    let message = failed.to_string();
+    assert!(message.contains("test:scripted has no prices"), "{message}");
+    assert!(
+        message.contains(".prices(Prices::per_million(input, output))"),
+        "{message}"
+    );
+    assert!(message.contains("spender"), "{message}");
+    // The state comes back as given, and the model was never asked.
+    assert_eq!(failed.state().messages, vec![Message::user("hi")]);
+    assert_eq!(model.remaining(), 1);
+    // Without a money limit the same model runs, its cost zero.
+    let agent = Agent::builder(FunctionModel::new(|_| {
+        CompletionResponse::text("ok").with_usage(TokenUsage::new(10, 1, 11))
+    }))
+    .build()
+    .unwrap();
+    let state = agent.run("hi").await.unwrap();
+    assert_eq!(state.cost, Cost::default());
+    assert!(!state.to_json().contains("\"cost\""));
+}
+
+/// A run's cost is the sum of its calls' at the model's prices, cache writes included, and a
+/// resumed state goes on counting from the cost it was saved with; the money limit counts
+/// each run from zero.
+#[tokio::test]
+async fn the_cost_sums_over_the_run_and_a_resumed_state_goes_on_counting() {
+    let model = FunctionModel::new(|request| {
+        if request.messages.iter().any(|m| m.role == Role::Tool) {
+            CompletionResponse::text("3")
+                .with_usage(TokenUsage::new(2_000, 10, 2_010).with_cached(1_000))
+        } else {
+            calls(vec![call("add", json!({"a": 1, "b": 2}), "1")])
+                .with_usage(TokenUsage::new(1_000, 20, 1_020).with_cache_write(1_000))
+        }
+    })
+    .with_prices(ten_dollar_prices());
+    let agent = Agent::builder(model)
+        .tool(Add)
+        .budget(Budget::new().with_max_cost(0.03))
+        .build()
+        .unwrap();
+    let state = agent.run("1 + 2").await.unwrap();
+    assert_eq!(state.stop_reason, StopReason::Answer);
+    // $0.0125 written + $0.0002 out; then $0.01 in + $0.001 read + $0.0001 out.
+    assert_eq!(state.cost.cache_write, Usd::from_dollars(0.0125));
+    assert_eq!(state.cost.total(), Usd::from_dollars(0.0238));
+    let mut next = state.clone();
+    next.messages.push(Message::user("and again"));
+    let resumed = agent.run(next).await.unwrap();
+    assert_eq!(resumed.stop_reason, StopReason::Answer);
+    // One more call (the transcript already holds the tool's result), added to the saved cost.
+    assert_eq!(resumed.cost.total(), Usd::from_dollars(0.0238 + 0.0111));
 }
 
 /// The budget limits one run: an agent serving many requests never fails request N+1

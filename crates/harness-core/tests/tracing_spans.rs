@@ -243,3 +243,22 @@ fn failures_are_recorded_on_their_spans() {
         assert_eq!(field(span, "otel.status_code").as_deref(), Some("error"));
     }
 }
+
+#[test]
+fn the_responses_api_is_named_as_its_service() {
+    let model = Named(
+        "openai-responses",
+        "gpt-5",
+        ScriptedModel::new([CompletionResponse::text("hi")]),
+    );
+    let agent = Agent::builder(model).build().unwrap();
+    let (spans, result) = run_traced(&agent);
+    result.unwrap();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    for span in &spans {
+        assert_eq!(
+            field(span, "gen_ai.provider.name").as_deref(),
+            Some("openai")
+        );
+    }
+}

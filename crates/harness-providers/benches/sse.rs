@@ -1,5 +1,6 @@
 //! SSE decoding plus accumulation over the recorded streams, per event, and the heap
-//! allocations it makes: `cargo bench -p deepharness-providers --bench sse`. Figures in
+//! allocations it makes: `cargo bench -p deepharness-providers --bench sse`. Bedrock's
+//! streams, AWS's binary event stream, are measured the same way beside them. Figures in
 //! docs/performance.md.
 
 #![allow(
@@ -72,6 +73,18 @@ const STREAMS: &[(&str, Format)] = &[
         "gemini/stream_function_call_thought_signature.sse",
         Format::Gemini,
     ),
+    (
+        "bedrock/converse_stream_nova_text.eventstream",
+        Format::Bedrock,
+    ),
+    (
+        "bedrock/converse_stream_claude_thinking_signature.eventstream",
+        Format::Bedrock,
+    ),
+    (
+        "bedrock/converse_stream_nova_tool_use.eventstream",
+        Format::Bedrock,
+    ),
 ];
 
 fn fixture(path: &str) -> Vec<u8> {
@@ -79,7 +92,11 @@ fn fixture(path: &str) -> Vec<u8> {
     std::fs::read(dir.join(path)).expect("the recorded fixtures in tests/fixtures")
 }
 
-fn count_events(body: &[u8]) -> usize {
+/// The events of a body: SSE events, or event-stream frames.
+fn count_events(format: Format, body: &[u8]) -> usize {
+    if format == Format::Bedrock {
+        return frames(body).len();
+    }
     let mut decoder = SseDecoder::new();
     let mut n = 0;
     decoder.feed(body, |e| n += usize::from(!e.data.trim().is_empty()));
@@ -102,9 +119,31 @@ fn allocations(format: Format, body: &[u8]) -> (usize, usize) {
     (ALLOCATIONS.load(Ordering::Relaxed) - before, deltas)
 }
 
+/// An event stream's frames, cut by their declared lengths.
+fn frames(body: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while rest.len() >= 4 {
+        let length = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        let (frame, after) = rest.split_at(length);
+        out.push(frame);
+        rest = after;
+    }
+    out
+}
+
 /// The body with its middle events (all but the first and the last two) sent twice: what
 /// each extra event costs is the difference, free of the per-stream costs.
-fn with_middle_twice(body: &[u8]) -> (Vec<u8>, usize) {
+fn with_middle_twice(format: Format, body: &[u8]) -> (Vec<u8>, usize) {
+    if format == Format::Bedrock {
+        let events = frames(body);
+        let middle = &events[1..events.len() - 2];
+        let mut out: Vec<&[u8]> = vec![events[0]];
+        out.extend_from_slice(middle);
+        out.extend_from_slice(middle);
+        out.extend_from_slice(&events[events.len() - 2..]);
+        return (out.concat(), middle.len());
+    }
     let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
     let events: Vec<&str> = text
         .split("\n\n")
@@ -138,13 +177,13 @@ fn best_time(format: Format, body: &[u8], rounds: u32) -> std::time::Duration {
 fn bench(c: &mut Criterion) {
     for (path, format) in STREAMS {
         let body = fixture(path);
-        let events = count_events(&body);
+        let events = count_events(*format, &body);
         let name = path.rsplit('/').next().unwrap_or(path);
 
         // Allocations: the whole stream, then what each extra event adds beyond the delta
         // it hands out (the per-stream costs, such as the final response, cancel out).
         let (total, deltas) = allocations(*format, &body);
-        let (longer, extra_events) = with_middle_twice(&body);
+        let (longer, extra_events) = with_middle_twice(*format, &body);
         let (longer_total, longer_deltas) = allocations(*format, &longer);
         let marginal = longer_total
             .saturating_sub(total)

@@ -1,9 +1,9 @@
 //! Anthropic's Messages API.
 
 use harness_core::{
-    Block, BoxStream, CompletionResponse, Content, Error, FinishReason, Image, ImageSource, Llm,
-    LlmEvent, Message, ModelInfo, ModelSettings, Request, Result, Role, Supports, Thinking,
-    TokenUsage, ToolChoice, ToolSpec, content::merge_blocks,
+    Block, BoxStream, CacheTtl, CompletionResponse, Content, Error, FinishReason, Image,
+    ImageSource, Llm, LlmEvent, Message, ModelInfo, ModelSettings, Prices, Request, Result, Role,
+    Supports, Thinking, TokenCount, TokenUsage, ToolChoice, ToolSpec, content::merge_blocks,
 };
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
@@ -20,6 +20,8 @@ use crate::wire::{
 
 const VERSION: &str = "2023-06-01";
 const PATH: &str = "/messages";
+/// Where a request's tokens are counted.
+const COUNT_PATH: &str = "/messages/count_tokens";
 const NAME: &str = "Anthropic";
 /// Who answers, as errors say it.
 const VENDOR: Vendor<'static> = Vendor::new(ID, NAME);
@@ -30,18 +32,23 @@ const ID: &str = "anthropic";
 ///
 /// Thinking comes back as [`Thinking`] blocks with their signature, and is replayed with its
 /// turn (Anthropic requires it after a tool call); unsigned thinking is not sent.
-/// `cache_prompt` puts cache breakpoints on the system prompt and the last tool, the part of
-/// an agent's request that repeats every turn. Anthropic requires an output limit: 4096
-/// tokens unless the settings say otherwise, raised to fit a thinking budget. A structured
-/// output goes through the `final_answer` tool.
+/// A [`PromptCache`](harness_core::PromptCache) with `breakpoints` in the settings puts cache
+/// breakpoints on the system prompt, the last tool and the last message, so that each turn
+/// of an agent reads what the turn before wrote (its `ttl`, when set, goes with each).
+/// Anthropic requires an output limit: 4096 tokens unless the settings say otherwise, raised
+/// to fit a thinking budget. A structured output goes through the `final_answer` tool.
+/// [`count_tokens`](Llm::count_tokens) asks `/v1/messages/count_tokens`.
 ///
 /// ```no_run
 /// use harness_providers::Anthropic;
-/// use harness_core::{ModelSettings, ReasoningLevel};
+/// use harness_core::{ModelSettings, PromptCache, ReasoningLevel};
 ///
 /// let model = Anthropic::builder("claude-sonnet-4-20250514")
-///     .settings(ModelSettings::new().with_reasoning(ReasoningLevel::Low))
-///     .cache_prompt(true)
+///     .settings(
+///         ModelSettings::new()
+///             .with_reasoning(ReasoningLevel::Low)
+///             .with_prompt_cache(PromptCache::breakpoints()),
+///     )
 ///     .build()?;
 /// # Ok::<(), harness_core::Error>(())
 /// ```
@@ -50,7 +57,22 @@ pub struct Anthropic {
     client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
-    cache_prompt: bool,
+    /// The builder's `prices`, over the table's.
+    prices: Option<Prices>,
+    /// Who answers and where: Anthropic's own API, or a cloud serving Claude.
+    route: Route,
+}
+
+/// Where a Messages request goes and how it names its model and version.
+#[derive(Debug, Clone)]
+struct Route {
+    vendor: Vendor<'static>,
+    /// The path of a whole answer, and of a stream.
+    generate_path: String,
+    stream_path: String,
+    /// `anthropic_version` in the body, in place of `model` (the model is in the path), as
+    /// a cloud's endpoint takes it; `None` for Anthropic's own API (the version a header).
+    body_version: Option<&'static str>,
 }
 
 /// The output limit Anthropic requires when the settings name none.
@@ -63,7 +85,6 @@ pub struct AnthropicBuilder {
     model: String,
     connection: Connection,
     defaults: ModelSettings,
-    cache_prompt: bool,
 }
 
 impl Anthropic {
@@ -82,7 +103,6 @@ impl Anthropic {
             model: model.into(),
             connection: Connection::default(),
             defaults: ModelSettings::default(),
-            cache_prompt: false,
         }
     }
 
@@ -101,8 +121,8 @@ impl Anthropic {
         &self.defaults
     }
 
-    /// The request body this model would send, as JSON, without sending it: `model`,
-    /// `max_tokens`, `messages` and only what is set. (What is sent is written straight from
+    /// The request body this model would send, as JSON, without sending it: `model` (on a
+    /// cloud, `anthropic_version` instead), `max_tokens`, `messages` and only what is set. (What is sent is written straight from
     /// the request, without this value in between.)
     pub fn request_body(&self, request: &Request<'_>, stream: bool) -> Value {
         let body = self.body(request, stream);
@@ -123,20 +143,29 @@ impl Anthropic {
             }
         });
         let tools = !request.tools.is_empty();
+        let cache = settings
+            .prompt_cache
+            .filter(|cache| cache.breakpoints)
+            .map(|cache| CacheControl {
+                kind: "ephemeral",
+                ttl: cache.ttl.map(CacheTtl::as_str),
+            });
+        let version = self.route.body_version;
         Body {
-            model: &self.model,
+            model: version.is_none().then_some(self.model.as_str()),
+            anthropic_version: version,
             max_tokens,
             temperature: settings.temperature,
             top_p: settings.top_p,
             stop_sequences: settings.stop,
-            messages: Messages(crate::wire::with_call_ids(request.messages)),
-            system: SystemText::of(request.messages).map(|text| System {
-                text,
-                cache: self.cache_prompt,
-            }),
+            messages: Messages {
+                messages: crate::wire::with_call_ids(request.messages),
+                cache,
+            },
+            system: SystemText::of(request.messages).map(|text| System { text, cache }),
             tools: tools.then_some(Tools {
                 specs: request.tools,
-                cache: self.cache_prompt,
+                cache,
             }),
             tool_choice: tool_choice(&settings).filter(|_| tools),
             thinking,
@@ -154,12 +183,6 @@ impl AnthropicBuilder {
     /// (`with_reasoning`, its level's token budget), ...
     pub fn settings(mut self, settings: ModelSettings) -> Self {
         self.defaults = settings;
-        self
-    }
-
-    /// Cache breakpoints on the system prompt and the last tool.
-    pub fn cache_prompt(mut self, on: bool) -> Self {
-        self.cache_prompt = on;
         self
     }
 
@@ -189,8 +212,41 @@ impl AnthropicBuilder {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
             defaults: self.defaults,
-            cache_prompt: self.cache_prompt,
+            prices: self.connection.prices,
+            route: Route {
+                vendor: VENDOR,
+                generate_path: PATH.to_owned(),
+                stream_path: PATH.to_owned(),
+                body_version: None,
+            },
         })
+    }
+}
+
+impl Anthropic {
+    /// A Claude model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): a whole answer posted to `generate_path`, a stream
+    /// to `stream_path`, the body naming `version` as `anthropic_version` instead of the
+    /// model; `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        (generate_path, stream_path): (String, String),
+        version: &'static str,
+    ) -> Self {
+        Self {
+            client,
+            model,
+            defaults: ModelSettings::default(),
+            prices: None,
+            route: Route {
+                vendor,
+                generate_path,
+                stream_path,
+                body_version: Some(version),
+            },
+        }
     }
 }
 
@@ -199,11 +255,12 @@ impl Llm for Anthropic {
     async fn generate(&self, request: Request<'_>) -> Result<CompletionResponse> {
         crate::wire::refuse_hosted(NAME, request.settings, &self.defaults)?;
         let body = self.body(&request, false);
+        let path = &self.route.generate_path;
         let answer = self
             .client
-            .post(PATH, &rest::with_extra(&body, &body.extra))
+            .post(path, &rest::with_extra(&body, &body.extra))
             .await?;
-        MessagesAccumulator::new(VENDOR).answer(&answer)
+        MessagesAccumulator::new(self.route.vendor).answer(path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
@@ -213,15 +270,33 @@ impl Llm for Anthropic {
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),
-            PATH,
+            &self.route.stream_path,
             &rest::with_extra(&body, &body.extra),
-            MessagesAccumulator::new(VENDOR),
+            MessagesAccumulator::new(self.route.vendor),
         )
+    }
+
+    /// Anthropic counts: `POST /v1/messages/count_tokens` with the request's model,
+    /// messages, system prompt, tools, tool choice and thinking, exactly as they would be
+    /// sent.
+    /// A cloud serving Claude is not asked: its counting endpoint is its own; the count is
+    /// then [`TokenCount::estimate`].
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        if self.route.body_version.is_some() {
+            return Ok(TokenCount::estimate(&request));
+        }
+        let body = self.body(&request, false);
+        let answer = self.client.post(COUNT_PATH, &CountBody::of(&body)).await?;
+        read_count(&answer)
     }
 
     fn info(&self) -> ModelInfo {
         let supports = Supports::new().with_tools(true).with_images(true);
-        crate::models::info("anthropic", &self.model, supports)
+        // The price table knows Claude models under `anthropic`, whichever cloud serves them.
+        let info = crate::models::info("anthropic", &self.model, supports);
+        let mut info = crate::models::priced(info, self.prices);
+        info.provider = self.route.vendor.id.to_owned();
+        info
     }
 }
 
@@ -231,7 +306,10 @@ impl Llm for Anthropic {
 /// left out.
 #[derive(Serialize)]
 struct Body<'a> {
-    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'static str>,
     /// Vendor fields merged in last as the body is sent ([`rest::with_extra`]).
     #[serde(skip)]
     extra: Cow<'a, Map<String, Value>>,
@@ -255,6 +333,58 @@ struct Body<'a> {
     stream: Option<bool>,
 }
 
+/// A `count_tokens` request: the parts of a Messages request that are the prompt, borrowed
+/// from it (the output limit, sampling and vendor fields are not taken there).
+#[derive(Serialize)]
+struct CountBody<'b, 'a> {
+    /// Always set: a cloud serving Claude (no model in the body) is not asked to count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    messages: &'b Messages<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'b System<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'b Tools<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'b ChoiceWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'b ThinkingWire>,
+}
+
+impl<'b, 'a> CountBody<'b, 'a> {
+    fn of(body: &'b Body<'a>) -> Self {
+        Self {
+            model: body.model,
+            messages: &body.messages,
+            system: body.system.as_ref(),
+            tools: body.tools.as_ref(),
+            tool_choice: body.tool_choice.as_ref(),
+            thinking: body.thinking.as_ref(),
+        }
+    }
+}
+
+/// The answer to a `count_tokens` request: `{"input_tokens": N}`.
+fn read_count(body: &[u8]) -> Result<TokenCount> {
+    #[derive(Deserialize)]
+    struct CountIn {
+        #[serde(default, deserialize_with = "present")]
+        input_tokens: Option<Count>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    let count: CountIn = json::answer(VENDOR, COUNT_PATH, body)?;
+    if let Some(error) = count.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(json::vendor_error(
+            VENDOR,
+            error,
+            &String::from_utf8_lossy(body),
+        ));
+    }
+    let tokens = json::required(VENDOR, count.input_tokens, "input_tokens", body)?;
+    Ok(TokenCount::counted(tokens.0))
+}
+
 #[derive(Serialize)]
 struct ThinkingWire {
     #[serde(rename = "type")]
@@ -262,19 +392,19 @@ struct ThinkingWire {
     budget_tokens: u32,
 }
 
-/// `{"type": "ephemeral"}`: a cache breakpoint.
-#[derive(Serialize)]
+/// `{"type": "ephemeral"}`, with a `ttl` when one is set: a cache breakpoint.
+#[derive(Serialize, Clone, Copy)]
 struct CacheControl {
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
 }
-
-const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 
 /// The system prompt: a string, or one text block with a cache breakpoint.
 struct System<'a> {
     text: SystemText<'a>,
-    cache: bool,
+    cache: Option<CacheControl>,
 }
 
 impl Serialize for System<'_> {
@@ -286,15 +416,14 @@ impl Serialize for System<'_> {
             text: &'a SystemText<'a>,
             cache_control: CacheControl,
         }
-        if self.cache {
-            [Cached {
+        match self.cache {
+            Some(cache_control) => [Cached {
                 kind: "text",
                 text: &self.text,
-                cache_control: EPHEMERAL,
+                cache_control,
             }]
-            .serialize(serializer)
-        } else {
-            self.text.serialize(serializer)
+            .serialize(serializer),
+            None => self.text.serialize(serializer),
         }
     }
 }
@@ -303,7 +432,7 @@ impl Serialize for System<'_> {
 /// last.
 struct Tools<'a> {
     specs: &'a [Arc<ToolSpec>],
-    cache: bool,
+    cache: Option<CacheControl>,
 }
 
 impl Serialize for Tools<'_> {
@@ -321,7 +450,7 @@ impl Serialize for Tools<'_> {
             name: &tool.name,
             description: &tool.description,
             input_schema: Parameters::of(&tool.parameters),
-            cache_control: (self.cache && i == last).then_some(EPHEMERAL),
+            cache_control: self.cache.filter(|_| i == last),
         }))
     }
 }
@@ -366,15 +495,46 @@ fn tool_choice<'a>(settings: &Settings<'a>) -> Option<ChoiceWire<'a>> {
 /// prompt), consecutive tool results in one user message, a message with nothing to send
 /// (an empty answer kept in the transcript) left out, since Anthropic refuses empty content.
 ///
-/// Every call and result carries an id here ([`crate::wire::with_call_ids`]).
-struct Messages<'a>(Cow<'a, [Message]>);
+/// Every call and result carries an id here ([`crate::wire::with_call_ids`]). With a cache
+/// breakpoint, the last block of the last message written carries it.
+struct Messages<'a> {
+    messages: Cow<'a, [Message]>,
+    cache: Option<CacheControl>,
+}
+
+/// Whether a message other than a tool result is left out (it has nothing to send).
+fn unsent(message: &Message) -> bool {
+    message.tool_calls.is_empty() && blocks(&message.content).next().is_none()
+}
+
+impl Messages<'_> {
+    /// The index of the last message written: a turn, or the last result of the run of tool
+    /// results written last.
+    fn last_written(&self) -> Option<usize> {
+        self.messages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, m)| m.role != Role::System)
+            .find(|(_, m)| m.role == Role::Tool || !unsent(m))
+            .map(|(i, _)| i)
+    }
+}
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let messages = &self.messages;
+        let mark = self
+            .cache
+            .and_then(|cache| Some((self.last_written()?, cache)));
+        // The breakpoint, for the message at `i` (or the run of results ending before `i`).
+        let mark_at = |range: std::ops::Range<usize>| {
+            mark.filter(|(at, _)| range.contains(at)).map(|(_, c)| c)
+        };
         let mut seq = serializer.serialize_seq(None)?;
         // The first tool result of the run of results not yet written.
         let mut open: Option<usize> = None;
-        for (i, message) in self.0.iter().enumerate() {
+        for (i, message) in messages.iter().enumerate() {
             match message.role {
                 Role::System => {}
                 Role::Tool => {
@@ -382,24 +542,26 @@ impl Serialize for Messages<'_> {
                 }
                 _ => {
                     if let Some(from) = open.take() {
-                        seq.serialize_element(&ToolResults(&self.0[from..i]))?;
+                        let cache = mark_at(from..i);
+                        seq.serialize_element(&ToolResults(&messages[from..i], cache))?;
                     }
-                    if message.tool_calls.is_empty() && blocks(&message.content).next().is_none() {
+                    if unsent(message) {
                         continue;
                     }
-                    seq.serialize_element(&Turn(message))?;
+                    seq.serialize_element(&Turn(message, mark_at(i..i + 1)))?;
                 }
             }
         }
         if let Some(from) = open {
-            seq.serialize_element(&ToolResults(&self.0[from..]))?;
+            let cache = mark_at(from..messages.len());
+            seq.serialize_element(&ToolResults(&messages[from..], cache))?;
         }
         seq.end()
     }
 }
 
-/// A run of tool results, as one user message.
-struct ToolResults<'a>(&'a [Message]);
+/// A run of tool results, as one user message; with a breakpoint, on its last result.
+struct ToolResults<'a>(&'a [Message], Option<CacheControl>);
 
 impl Serialize for ToolResults<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
@@ -410,35 +572,43 @@ impl Serialize for ToolResults<'_> {
             tool_use_id: &'a str,
             // Text alone as a string; with images or documents, as content blocks.
             content: ContentWire<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
         }
-        struct Results<'a>(&'a [Message]);
+        struct Results<'a>(&'a [Message], Option<CacheControl>);
         impl Serialize for Results<'_> {
             fn serialize<S: Serializer>(
                 &self,
                 serializer: S,
             ) -> std::result::Result<S::Ok, S::Error> {
-                let results = self.0.iter().filter(|m| m.role == Role::Tool);
-                serializer.collect_seq(results.map(|m| Result {
+                let last = self.0.iter().rposition(|m| m.role == Role::Tool);
+                let results = self
+                    .0
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| m.role == Role::Tool);
+                serializer.collect_seq(results.map(|(i, m)| Result {
                     kind: "tool_result",
                     tool_use_id: m.tool_call_id.as_deref().unwrap_or(""),
-                    content: ContentWire(&m.content),
+                    content: ContentWire(&m.content, None),
+                    cache_control: self.1.filter(|_| Some(i) == last),
                 }))
             }
         }
         let mut map = serializer.serialize_map(Some(2))?;
         map.serialize_entry("role", "user")?;
-        map.serialize_entry("content", &Results(self.0))?;
+        map.serialize_entry("content", &Results(self.0, self.1))?;
         map.end()
     }
 }
 
 /// A user or assistant message; an assistant's tool calls as `tool_use` blocks after its
-/// content.
-struct Turn<'a>(&'a Message);
+/// content. With a breakpoint, its last block carries it.
+struct Turn<'a>(&'a Message, Option<CacheControl>);
 
 impl Serialize for Turn<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        struct WithCalls<'a>(&'a Message);
+        struct WithCalls<'a>(&'a Message, Option<CacheControl>);
         impl Serialize for WithCalls<'_> {
             fn serialize<S: Serializer>(
                 &self,
@@ -448,12 +618,14 @@ impl Serialize for Turn<'_> {
                 for block in blocks(&self.0.content) {
                     seq.serialize_element(&block)?;
                 }
-                for call in &self.0.tool_calls {
-                    seq.serialize_element(&BlockWire::ToolUse {
+                let last = self.0.tool_calls.len().saturating_sub(1);
+                for (i, call) in self.0.tool_calls.iter().enumerate() {
+                    let block = BlockWire::ToolUse {
                         id: call.id.as_deref().unwrap_or(""),
                         name: &call.name,
                         input: &call.arguments,
-                    })?;
+                    };
+                    seq.serialize_element(&Marked(block, self.1.filter(|_| i == last)))?;
                 }
                 seq.end()
             }
@@ -462,23 +634,60 @@ impl Serialize for Turn<'_> {
         let mut map = serializer.serialize_map(Some(2))?;
         if message.role == Role::Assistant && !message.tool_calls.is_empty() {
             map.serialize_entry("role", "assistant")?;
-            map.serialize_entry("content", &WithCalls(message))?;
+            map.serialize_entry("content", &WithCalls(message, self.1))?;
         } else {
             map.serialize_entry("role", message.role.as_str())?;
-            map.serialize_entry("content", &ContentWire(&message.content))?;
+            map.serialize_entry("content", &ContentWire(&message.content, self.1))?;
         }
         map.end()
     }
 }
 
-/// Content: a string when it is plain text, else its blocks.
-struct ContentWire<'a>(&'a Content);
+/// Content: a string when it is plain text, else its blocks; with a breakpoint, always
+/// blocks, the last carrying it (reasoning cannot carry one: then no block does).
+struct ContentWire<'a>(&'a Content, Option<CacheControl>);
 
 impl Serialize for ContentWire<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        match self.0 {
-            Content::Text(text) => serializer.serialize_str(text),
-            content @ Content::Blocks(_) => serializer.collect_seq(blocks(content)),
+        match (self.0, self.1) {
+            (Content::Text(text), None) => serializer.serialize_str(text),
+            (content, None) => serializer.collect_seq(blocks(content)),
+            (content, Some(cache)) => {
+                let mut seq = serializer.serialize_seq(None)?;
+                let mut blocks = blocks(content).peekable();
+                while let Some(block) = blocks.next() {
+                    let last = blocks.peek().is_none();
+                    let cacheable = !matches!(
+                        block,
+                        BlockWire::Thinking { .. } | BlockWire::RedactedThinking { .. }
+                    );
+                    let cache = Some(cache).filter(|_| last && cacheable);
+                    seq.serialize_element(&Marked(block, cache))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// A block, with a cache breakpoint when it has one.
+struct Marked<'a>(BlockWire<'a>, Option<CacheControl>);
+
+impl Serialize for Marked<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct WithCache<'b, 'a> {
+            #[serde(flatten)]
+            block: &'b BlockWire<'a>,
+            cache_control: CacheControl,
+        }
+        match self.1 {
+            None => self.0.serialize(serializer),
+            Some(cache_control) => WithCache {
+                block: &self.0,
+                cache_control,
+            }
+            .serialize(serializer),
         }
     }
 }
@@ -508,8 +717,8 @@ fn blocks(content: &Content) -> impl Iterator<Item = BlockWire<'_>> {
                 thinking: text,
                 signature,
             },
-            // Another vendor's thinking, or another vendor's hosted tools (they ran there;
-            // Anthropic has no place for them).
+            // Unsigned thinking, and another vendor's hosted calls: Anthropic has no place for
+            // them.
             Block::Thinking(_) | Block::HostedCall(_) => return None,
             Block::Image(image) => BlockWire::Image {
                 source: image_source(image),
@@ -775,10 +984,10 @@ impl<'v> MessagesAccumulator<'v> {
         }
     }
 
-    /// Reads a non-streamed answer.
-    pub(crate) fn answer(mut self, body: &[u8]) -> Result<CompletionResponse> {
+    /// Reads a non-streamed answer (the body of `path`).
+    pub(crate) fn answer(mut self, path: &str, body: &[u8]) -> Result<CompletionResponse> {
         let vendor = self.vendor();
-        let message: MessageIn<'_> = json::answer(vendor, PATH, body)?;
+        let message: MessageIn<'_> = json::answer(vendor, path, body)?;
         if let Some(error) = message.error.as_ref().filter(|e| !e.is_null()) {
             return Err(json::vendor_error(
                 vendor,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use harness_core::Prices;
+
 use crate::rest::{HttpConfig, RetryPolicy};
 
 /// The connection settings every provider builder shares, set through the methods
@@ -18,6 +20,8 @@ pub(crate) struct Connection {
     pub(crate) stream_timeout: Option<Option<Duration>>,
     pub(crate) max_response_bytes: Option<usize>,
     pub(crate) retry: RetryPolicy,
+    /// The prices the builder was given, over the price table's.
+    pub(crate) prices: Option<Prices>,
 }
 
 impl Connection {
@@ -74,8 +78,14 @@ impl Connection {
 /// in its own terms.
 macro_rules! connection_setters {
     () => {
-        /// The API key; without one, the provider's environment variable is read, and with
-        /// neither no authentication header is sent.
+        $crate::connection::connection_setters!(
+            @key "The API key; without one, the provider's environment variable is read, and \
+                  with neither no authentication header is sent."
+        );
+    };
+    // A provider whose key means something else says so in its own words.
+    (@key $key_doc:literal) => {
+        #[doc = $key_doc]
         pub fn api_key(mut self, key: impl Into<String>) -> Self {
             self.connection.api_key = Some(key.into());
             self
@@ -137,6 +147,15 @@ macro_rules! connection_setters {
         /// How failures are retried (default: four attempts, `Retry-After` honoured).
         pub fn retry(mut self, retry: $crate::rest::RetryPolicy) -> Self {
             self.connection.retry = retry;
+            self
+        }
+
+        /// What the model charges, replacing the built-in price table's entry for it (or
+        /// giving it one): what the model's [`info`](harness_core::Llm::info) reports as its
+        /// [`prices`](harness_core::ModelInfo::prices), what a run's cost is reckoned with
+        /// and what a money budget needs.
+        pub fn prices(mut self, prices: harness_core::Prices) -> Self {
+            self.connection.prices = Some(prices);
             self
         }
     };

@@ -9,7 +9,7 @@ use harness_core::{Error, Llm, Result};
 use crate::azure;
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, AzureOpenAi, Gemini, OpenAiResponses};
+use crate::{Anthropic, AzureOpenAi, Cohere, Gemini, OpenAiResponses, Vertex};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -42,7 +42,16 @@ const OWN_FORMATS: &[(&str, &str, &str)] = &[
     ("ANTHROPIC_API_KEY", "anthropic", "claude-3-5-haiku-latest"),
     ("GEMINI_API_KEY", "gemini", "gemini-2.5-flash"),
     ("GOOGLE_API_KEY", "gemini", "gemini-2.5-flash"),
+    ("CO_API_KEY", "cohere", "command-a-03-2025"),
+    ("COHERE_API_KEY", "cohere", "command-a-03-2025"),
 ];
+
+/// The clouds whose variables select them, after every service with a key: Vertex AI (with
+/// Application Default Credentials, feature `vertex`) when a Google Cloud project is set.
+#[cfg(feature = "vertex")]
+const CLOUDS: &[(&str, &str, &str)] = &[("GOOGLE_CLOUD_PROJECT", "vertex", "gemini-2.5-flash")];
+#[cfg(not(feature = "vertex"))]
+const CLOUDS: &[(&str, &str, &str)] = &[];
 
 /// Every provider that a key in the environment selects, in the order they are preferred:
 /// `(variable, provider, model)`.
@@ -56,6 +65,7 @@ fn keyed() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
         .take(1)
         .chain(OWN_FORMATS.iter().copied())
         .chain(hosted.skip(1))
+        .chain(CLOUDS.iter().copied())
 }
 
 /// The local servers asked on loopback, in table order.
@@ -69,10 +79,15 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 /// `openai-responses:gpt-5` (the Responses API), `azure:<deployment>` and
 /// `azure-responses:<deployment>` (Azure OpenAI's Chat Completions and Responses API, the
 /// resource from `AZURE_OPENAI_ENDPOINT`; see [`AzureOpenAi::new`]),
-/// `anthropic:claude-3-5-haiku-latest`,
-/// `gemini:gemini-2.5-flash`, `groq:...`, `together:...`,
+/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`,
+/// `cohere:command-a-03-2025`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
-/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`.
+/// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`;
+/// `vertex:gemini-2.5-flash` and `vertex:claude-sonnet-4@20250514` on Google Vertex AI
+/// ([`Vertex::new`]: the environment's project, location and credentials; a `claude-...`
+/// model is Anthropic's, any other Google's);
+/// `bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0` (feature `bedrock`; the model id may
+/// hold colons).
 ///
 /// # Errors
 /// A [`Configuration`](harness_core::ErrorKind::Configuration) error for an unknown provider or a
@@ -90,19 +105,31 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
     match provider.trim() {
         "anthropic" => Ok(Arc::new(Anthropic::new(model)?)),
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
+        "cohere" => Ok(Arc::new(Cohere::new(model)?)),
         "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
         azure::CHAT_ID => Ok(Arc::new(AzureOpenAi::new()?.chat(model)?)),
         azure::RESPONSES_ID => Ok(Arc::new(AzureOpenAi::new()?.responses(model)?)),
+        "vertex" if model.starts_with("claude") => Ok(Arc::new(Vertex::new()?.anthropic(model)?)),
+        "vertex" => Ok(Arc::new(Vertex::new()?.gemini(model)?)),
+        #[cfg(feature = "bedrock")]
+        "bedrock" => Ok(Arc::new(crate::Bedrock::new(model)?)),
         id => match service(id) {
             Some(service) => Ok(Arc::new(
                 OpenAiBuilder::for_service(*service, model.to_owned()).build()?,
             )),
             None => {
-                let known: Vec<&str> = ["anthropic", "gemini", "openai-responses"]
-                    .into_iter()
-                    .chain([azure::CHAT_ID, azure::RESPONSES_ID])
-                    .chain(SERVICES.iter().map(|service| service.id))
-                    .collect();
+                let known: Vec<&str> = [
+                    "anthropic",
+                    "gemini",
+                    "cohere",
+                    "openai-responses",
+                    "vertex",
+                ]
+                .into_iter()
+                .chain([azure::CHAT_ID, azure::RESPONSES_ID])
+                .chain(cfg!(feature = "bedrock").then_some("bedrock"))
+                .chain(SERVICES.iter().map(|service| service.id))
+                .collect();
                 Err(Error::configuration(format!(
                     "unknown provider '{id}' in '{spec}'; use one of {}, or test",
                     known.join(", ")
@@ -116,6 +143,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 fn looked_for() -> String {
     let mut keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
     keys.push(azure::ENDPOINT_VAR);
+    #[cfg(feature = "bedrock")]
+    keys.push("AWS_REGION with AWS credentials or AWS_BEARER_TOKEN_BEDROCK");
     let servers: Vec<String> = local()
         .map(|(service, port)| format!("{} on 127.0.0.1:{port}", service.id))
         .collect();
@@ -129,11 +158,14 @@ fn looked_for() -> String {
 /// The model a program should use when it names none:
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
-/// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, then the
-///    gateways), with a small default model; then Azure OpenAI when `AZURE_OPENAI_ENDPOINT`
-///    is set with `AZURE_OPENAI_API_KEY` (or, with the feature `azure-identity`, alone):
-///    `azure:<deployment>`, the deployment from `AZURE_OPENAI_DEPLOYMENT` (default
-///    `gpt-4o-mini`);
+/// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, Cohere, then
+///    the gateways), with a small default model; then Azure OpenAI when
+///    `AZURE_OPENAI_ENDPOINT` is set with `AZURE_OPENAI_API_KEY` (or, with the feature
+///    `azure-identity`, alone): `azure:<deployment>`, the deployment from
+///    `AZURE_OPENAI_DEPLOYMENT` (default `gpt-4o-mini`); then, with the `bedrock` feature,
+///    Bedrock when a region and AWS credentials are in the environment; then, with the
+///    `vertex` feature, Gemini on Vertex AI when `GOOGLE_CLOUD_PROJECT` is set (Application
+///    Default Credentials);
 /// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
 ///    at once, each given under a second), with the first model it lists.
 ///
@@ -194,6 +226,10 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
             ),
         }));
     }
+    #[cfg(feature = "bedrock")]
+    if let Some(choice) = bedrock_from_env()? {
+        return Ok(Some(choice));
+    }
     let client = crate::rest::client_builder()?
         .connect_timeout(Duration::from_millis(150))
         .timeout(Duration::from_millis(800))
@@ -215,6 +251,36 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
         }
     }
     Ok(None)
+}
+
+/// Bedrock, when a region and AWS credentials (or a Bedrock API key) are in the environment:
+/// the variables alone are looked at, never the instance metadata service.
+#[cfg(feature = "bedrock")]
+fn bedrock_from_env() -> Result<Option<ModelChoice>> {
+    const MODEL: &str = "amazon.nova-micro-v1:0";
+    let region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .into_iter()
+        .find(|var| env_nonempty(var).is_some());
+    let credentials = [
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .into_iter()
+    .find(|var| env_nonempty(var).is_some());
+    let (Some(region), Some(credentials)) = (region, credentials) else {
+        return Ok(None);
+    };
+    Ok(Some(ModelChoice {
+        model: model_from_spec(&format!("bedrock:{MODEL}"))?,
+        reason: format!(
+            "{region} and {credentials} are set; using bedrock:{MODEL} (set DEEPHARNESS_MODEL \
+             to choose)"
+        ),
+    }))
 }
 
 /// Asks a loopback OpenAI-compatible server for its models; the first one's id, or
@@ -272,6 +338,11 @@ mod tests {
         assert_eq!(model.ok().as_deref(), Some("openai-responses:gpt-5"));
         let model = model_from_spec("llamacpp:smollm2").map(|m| m.info().name());
         assert_eq!(model.ok().as_deref(), Some("llamacpp:smollm2"));
+        let cohere = model_from_spec("cohere:command-a-03-2025")
+            .expect("a Cohere model")
+            .info();
+        assert_eq!(cohere.name(), "cohere:command-a-03-2025");
+        assert_eq!(cohere.context_window, Some(256_000));
         let err = model_from_spec("gpt-4o")
             .err()
             .map(|e| e.to_string())
@@ -297,7 +368,8 @@ mod tests {
                 "GOOGLE_API_KEY"
             ]
         );
-        assert_eq!(keys.len(), 12);
+        assert_eq!(keys.len(), 14 + CLOUDS.len());
+        assert!(keys.contains(&"CO_API_KEY") && keys.contains(&"COHERE_API_KEY"));
         for var in keys {
             assert!(text.contains(var), "{text}");
         }

@@ -2,8 +2,8 @@
 
 use harness_core::{
     Block, BoxStream, CompletionResponse, Content, Error, FinishReason, ImageSource, Llm, LlmEvent,
-    Message, ModelInfo, ModelSettings, OutputSchema, Request, Result, Role, Supports, Thinking,
-    TokenUsage, ToolCall, ToolChoice, ToolSpec,
+    Message, ModelInfo, ModelSettings, OutputSchema, Prices, Request, Result, Role, Supports,
+    Thinking, TokenCount, TokenUsage, ToolCall, ToolChoice, ToolSpec,
 };
 use serde::ser::{SerializeMap as _, SerializeSeq as _};
 use serde::{Deserialize, Serialize, Serializer};
@@ -28,7 +28,10 @@ const ID: &str = "gemini";
 /// entry, each with its full JSON Schema (`parameters_json_schema`); a function call's
 /// `thoughtSignature` is kept as a signed, empty [`Thinking`] block of its turn and replayed
 /// on the turn's first call, as Gemini requires. Images and documents go inline; an image
-/// given by URL is refused, since Gemini cannot fetch it.
+/// given by URL is refused, since Gemini cannot fetch it. A
+/// [`PromptCache`](harness_core::PromptCache) with a `cached_content` name in the settings
+/// reads that cache (`cachedContent`). [`count_tokens`](Llm::count_tokens) asks
+/// `:countTokens`.
 ///
 /// ```no_run
 /// use harness_providers::Gemini;
@@ -41,9 +44,13 @@ pub struct Gemini {
     client: Arc<HttpClient>,
     model: String,
     defaults: ModelSettings,
+    /// Who answers: Google's Gemini API, or a cloud serving Gemini (Vertex AI).
+    vendor: Vendor<'static>,
     /// `/models/{model}:generateContent`, and its streaming twin, made once.
     generate_path: String,
     stream_path: String,
+    /// The builder's `prices`, over the table's.
+    prices: Option<Prices>,
 }
 
 /// Builds a [`Gemini`] model.
@@ -125,6 +132,9 @@ impl Gemini {
                     function_calling_config: CallingConfig::from(choice),
                 }),
             generation_config: (!config.is_empty()).then_some(config),
+            cached_content: settings
+                .prompt_cache
+                .and_then(|cache| cache.cached_content.as_deref()),
             extra: settings.extra,
         })
     }
@@ -152,13 +162,43 @@ impl GeminiBuilder {
         if let Some(key) = self.connection.key(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
             config.headers.push(("x-goog-api-key".into(), key));
         }
-        Ok(Gemini {
-            client: Arc::new(HttpClient::new(config)?),
-            generate_path: format!("/models/{}:generateContent", self.model),
-            stream_path: format!("/models/{}:streamGenerateContent?alt=sse", self.model),
-            model: self.model,
-            defaults: self.defaults,
-        })
+        Ok(Gemini::served(
+            Arc::new(HttpClient::new(config)?),
+            VENDOR,
+            self.model,
+            self.defaults,
+            "/models",
+        )
+        .priced(self.connection.prices))
+    }
+}
+
+impl Gemini {
+    /// A Gemini model a cloud serves through `client` (the client's base URL, headers and
+    /// authentication are the cloud's): its methods are posted to `{models}/{model}:...`, and
+    /// `vendor` is who errors and telemetry name.
+    pub(crate) fn served(
+        client: Arc<HttpClient>,
+        vendor: Vendor<'static>,
+        model: String,
+        defaults: ModelSettings,
+        models: &str,
+    ) -> Self {
+        Self {
+            client,
+            generate_path: format!("{models}/{model}:generateContent"),
+            stream_path: format!("{models}/{model}:streamGenerateContent?alt=sse"),
+            model,
+            defaults,
+            vendor,
+            prices: None,
+        }
+    }
+
+    /// The same model with the builder's `prices`, over the table's.
+    fn priced(mut self, prices: Option<Prices>) -> Self {
+        self.prices = prices;
+        self
     }
 }
 
@@ -170,7 +210,7 @@ impl Llm for Gemini {
             .client
             .post(&self.generate_path, &rest::with_extra(&body, &body.extra))
             .await?;
-        ContentAccumulator::new(VENDOR).answer(&self.generate_path, &answer)
+        ContentAccumulator::new(self.vendor).answer(&self.generate_path, &answer)
     }
 
     fn stream(self: Arc<Self>, request: Request<'_>) -> BoxStream<'static, Result<LlmEvent>> {
@@ -182,8 +222,29 @@ impl Llm for Gemini {
             Arc::clone(&self.client),
             &self.stream_path,
             &rest::with_extra(&body, &body.extra),
-            ContentAccumulator::new(VENDOR),
+            ContentAccumulator::new(self.vendor),
         )
+    }
+
+    /// Gemini counts: `POST /models/{model}:countTokens` with the request as it would be
+    /// sent, under `generateContentRequest`.
+    /// A cloud serving Gemini is not asked (its counting request has another shape); the
+    /// count is then [`TokenCount::estimate`].
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        if self.vendor.id != ID {
+            return Ok(TokenCount::estimate(&request));
+        }
+        let body = self.body(&request)?;
+        let model = format!("models/{}", self.model);
+        let count = CountBody {
+            generate_content_request: CountRequest {
+                model: &model,
+                body: &body,
+            },
+        };
+        let path = format!("/models/{}:countTokens", self.model);
+        let answer = self.client.post(&path, &count).await?;
+        read_count(&path, &answer)
     }
 
     /// Gemini holds an answer to a JSON Schema (`responseJsonSchema`).
@@ -192,7 +253,11 @@ impl Llm for Gemini {
             .with_tools(true)
             .with_images(true)
             .with_structured_output(true);
-        crate::models::info("gemini", &self.model, supports)
+        // The price table knows Gemini models under `gemini`, whichever cloud serves them.
+        let info = crate::models::info("gemini", &self.model, supports);
+        let mut info = crate::models::priced(info, self.prices);
+        info.provider = self.vendor.id.to_owned();
+        info
     }
 }
 
@@ -215,6 +280,47 @@ struct Body<'a> {
     tool_config: Option<ToolConfig<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<GenerationConfig<'a>>,
+    /// The explicit cache the request reads, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cached_content: Option<&'a str>,
+}
+
+/// A `countTokens` request: the whole `generateContent` request (system instruction, tools
+/// and cache included, which plain `contents` would leave out) under
+/// `generateContentRequest`, with the model it is for.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CountBody<'b, 'a> {
+    generate_content_request: CountRequest<'b, 'a>,
+}
+
+#[derive(Serialize)]
+struct CountRequest<'b, 'a> {
+    model: &'b str,
+    #[serde(flatten)]
+    body: &'b Body<'a>,
+}
+
+/// The answer to a `countTokens` request: `{"totalTokens": N, ...}`.
+fn read_count(path: &str, body: &[u8]) -> Result<TokenCount> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct CountIn {
+        #[serde(default, deserialize_with = "present")]
+        total_tokens: Option<Count>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    let count: CountIn = json::answer(VENDOR, path, body)?;
+    if let Some(error) = count.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(json::vendor_error(
+            VENDOR,
+            error,
+            &String::from_utf8_lossy(body),
+        ));
+    }
+    let tokens = json::required(VENDOR, count.total_tokens, "totalTokens", body)?;
+    Ok(TokenCount::counted(tokens.0))
 }
 
 #[derive(Serialize)]

@@ -11,6 +11,12 @@
 //! - [`AzureOpenAi`]: an Azure OpenAI resource, handing out [`OpenAi`] (Chat Completions)
 //!   and [`OpenAiResponses`] models at its URLs, with an API key or Microsoft Entra ID tokens
 //!   (`EntraId`, feature `azure-identity`).
+//! - [`Cohere`]: the v2 Chat API, tool plans, thinking.
+//! - [`Vertex`]: Google Vertex AI, a connection handing out [`Gemini`] and [`Anthropic`]
+//!   models of a Google Cloud project, with Application Default Credentials (feature
+//!   `vertex`), a token source or an API key.
+//! - `Bedrock` (feature `bedrock`): AWS Bedrock's Converse API and its binary event stream,
+//!   SigV4 with AWS's credential chain or a Bedrock API key.
 //! - [`rest`]: the kit they are built from, for a REST vendor of your own: the retrying
 //!   [`HttpClient`] (also used by web search), the [`SseDecoder`] (server-sent events to the
 //!   WHATWG rules), the [`Accumulator`](rest::Accumulator) a vendor implements to read its
@@ -27,22 +33,35 @@
 
 mod anthropic;
 mod azure;
+#[cfg(feature = "bedrock")]
+mod bedrock;
+mod cohere;
 mod connection;
 mod env;
 mod gemini;
 mod models;
 mod openai;
 mod presets;
+mod prices;
 mod responses;
 pub mod rest;
 mod services;
+mod tokenizer;
+mod vertex;
 mod wire;
 mod wrappers;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+/// AWS's credential types, for [`BedrockBuilder::credentials`] (static keys,
+/// `Credentials::new`, or a provider of your own), at the version this crate uses.
+#[cfg(feature = "bedrock")]
+pub use aws_credential_types;
 #[cfg(feature = "azure-identity")]
 pub use azure::EntraId;
 pub use azure::{AzureOpenAi, AzureOpenAiBuilder};
+#[cfg(feature = "bedrock")]
+pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
+pub use cohere::{Cohere, CohereBuilder};
 pub use env::{ModelChoice, model_from_env, model_from_env_or_test, model_from_spec};
 pub use gemini::{Gemini, GeminiBuilder};
 pub use openai::{OpenAi, OpenAiBuilder};
@@ -52,6 +71,7 @@ pub use presets::{
 };
 pub use responses::{OpenAiResponses, OpenAiResponsesBuilder};
 pub use rest::{HttpClient, HttpConfig, RetryPolicy, SseDecoder, SseEvent};
+pub use vertex::{Vertex, VertexBuilder};
 pub use wrappers::{Caching, Fallback, LlmExt, RateLimited, Retrying};
 
 #[cfg(feature = "replay")]

@@ -1,8 +1,9 @@
-//! What the library knows of common models: their context windows, and which of them
-//! reason. A model not in the table is reported with no context window and no reasoning
-//! claimed (`ModelInfo` says what is known, nothing more).
+//! What the library knows of common models: their context windows, which of them reason,
+//! and (from `prices.rs`) what they cost. A model not in the tables is reported with no
+//! context window, no reasoning claimed and no prices (`ModelInfo` says what is known,
+//! nothing more).
 
-use harness_core::{ModelInfo, Supports};
+use harness_core::{ModelInfo, Prices, Supports};
 
 /// A family of models, matched by the start of the model's name.
 struct Known {
@@ -44,6 +45,12 @@ const KNOWN: &[Known] = &[
     known("gemini-1.5-pro", 2_097_152, false),
     known("gemini-2.0-flash", 1_048_576, false),
     known("gemini-2.5", 1_048_576, true),
+    // Cohere
+    known("command-r", 128_000, false),
+    known("command-a", 256_000, false),
+    known("command-a-reasoning", 256_000, true),
+    known("command-a-vision", 128_000, false),
+    known("command-a-translate", 8_000, false),
     // Others served through OpenAI-compatible gateways
     known("llama-3.1", 131_072, false),
     known("llama-3.3", 131_072, false),
@@ -55,7 +62,8 @@ const KNOWN: &[Known] = &[
 ];
 
 /// `model` served by `provider`, with what its wire format `supports`, its context window
-/// and reasoning from the table when the model is known.
+/// and reasoning from the table when the model is known, and its prices from the price
+/// table ([`crate::prices`]) when they are known there.
 pub(crate) fn info(provider: &str, model: &str, supports: Supports) -> ModelInfo {
     // A gateway's name for a model often carries its maker (`meta-llama/llama-3.3-70b`,
     // `models/gemini-2.5-pro`): the part after the last `/` is the model.
@@ -65,11 +73,24 @@ pub(crate) fn info(provider: &str, model: &str, supports: Supports) -> ModelInfo
         .filter(|k| bare.starts_with(k.prefix))
         .max_by_key(|k| k.prefix.len());
     let info = ModelInfo::new(provider, model);
+    let info = match crate::prices::lookup(provider, model) {
+        Some(prices) => info.with_prices(prices),
+        None => info,
+    };
     match found {
         Some(known) => info
             .with_context_window(known.context_window)
             .with_supports(supports.with_reasoning(known.reasoning)),
         None => info.with_supports(supports),
+    }
+}
+
+/// `info` with the prices a provider builder's `prices(...)` setting gave, when it gave
+/// some: they replace the table's.
+pub(crate) fn priced(info: ModelInfo, prices: Option<Prices>) -> ModelInfo {
+    match prices {
+        Some(prices) => info.with_prices(prices),
+        None => info,
     }
 }
 
@@ -90,5 +111,14 @@ mod tests {
         assert_eq!(unknown.context_window, None);
         assert_eq!(unknown.supports, tools);
         assert_eq!(unknown.name(), "ollama:my-finetune");
+        assert_eq!(unknown.prices, None);
+        let priced = info("openai", "gpt-4o-mini", tools);
+        assert_eq!(
+            priced.prices,
+            crate::prices::lookup("openai", "gpt-4o-mini")
+        );
+        assert!(priced.prices.is_some());
+        let own = Prices::per_million(1.0, 2.0);
+        assert_eq!(super::priced(priced, Some(own)).prices, Some(own));
     }
 }

@@ -34,16 +34,24 @@ pub enum Format {
     Anthropic,
     /// Gemini `generateContent`, and `streamGenerateContent?alt=sse` for a stream.
     Gemini,
+    /// Cohere's v2 chat.
+    Cohere,
     /// The OpenAI Responses API.
     OpenAiResponses,
+    /// AWS Bedrock Converse, and ConverseStream's binary event stream
+    /// (`application/vnd.amazon.eventstream`) for a stream. Feature `bedrock`.
+    #[cfg(feature = "bedrock")]
+    Bedrock,
 }
 
 const OPENAI: Vendor<'static> = Vendor::new("openai", "OpenAI");
 const ANTHROPIC: Vendor<'static> = Vendor::new("anthropic", "Anthropic");
 const GEMINI: Vendor<'static> = Vendor::new("gemini", "Gemini");
+const COHERE: Vendor<'static> = Vendor::new("cohere", "Cohere");
 const RESPONSES: Vendor<'static> = Vendor::new("openai-responses", "OpenAI");
 
-/// Reads a whole recorded SSE body the way the vendor's provider reads a live one, in
+/// Reads a whole recorded stream body (server-sent events; AWS's event stream for
+/// `Format::Bedrock`) the way the vendor's provider reads a live one, in
 /// `chunk`-byte pieces, handing each delta to `emit`; returns the assembled turn.
 ///
 /// # Errors
@@ -73,8 +81,22 @@ pub fn decode_stream(
             chunk,
             emit,
         ),
+        Format::Cohere => rest::decode(
+            crate::cohere::ChatAccumulator::new(COHERE),
+            body,
+            chunk,
+            emit,
+        ),
         Format::OpenAiResponses => rest::decode(
             crate::responses::ResponsesAccumulator::new(RESPONSES),
+            body,
+            chunk,
+            emit,
+        ),
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => rest::stream::decode_framed(
+            crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR),
+            crate::bedrock::EventStream::new(),
             body,
             chunk,
             emit,
@@ -92,11 +114,17 @@ pub fn decode_answer(format: Format, answer: &Value) -> Result<CompletionRespons
     let bytes = serde_json::to_vec(answer).unwrap_or_default();
     match format {
         Format::OpenAi => crate::openai::ChatAccumulator::new(OPENAI).answer(&bytes),
-        Format::Anthropic => crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer(&bytes),
+        Format::Anthropic => {
+            crate::anthropic::MessagesAccumulator::new(ANTHROPIC).answer("/messages", &bytes)
+        }
         Format::Gemini => crate::gemini::ContentAccumulator::new(GEMINI)
             .answer("/models/recorded:generateContent", &bytes),
+        Format::Cohere => crate::cohere::ChatAccumulator::new(COHERE).answer(&bytes),
         Format::OpenAiResponses => {
             crate::responses::ResponsesAccumulator::new(RESPONSES).answer("/responses", &bytes)
         }
+        #[cfg(feature = "bedrock")]
+        Format::Bedrock => crate::bedrock::ConverseAccumulator::new(crate::bedrock::VENDOR)
+            .answer("/model/recorded/converse", &bytes),
     }
 }

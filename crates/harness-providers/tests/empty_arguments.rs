@@ -13,13 +13,12 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 6] = [
+const VENDORS: [Vendor; 5] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
+    Vendor::Cohere,
     Vendor::Responses,
-    Vendor::Azure,
-    Vendor::AzureResponses,
 ];
 
 /// How a call's arguments are sent.
@@ -78,17 +77,18 @@ fn with(mut object: Value, key: &str, value: Option<Value>) -> Value {
 impl Vendor {
     fn format(self) -> Format {
         match self {
-            Self::OpenAi | Self::Azure => Format::OpenAi,
+            Self::OpenAi => Format::OpenAi,
             Self::Anthropic => Format::Anthropic,
             Self::Gemini => Format::Gemini,
-            Self::Responses | Self::AzureResponses => Format::OpenAiResponses,
+            Self::Cohere => Format::Cohere,
+            Self::Responses => Format::OpenAiResponses,
         }
     }
 
     fn event(self, data: &Value) -> String {
         match self {
-            Self::OpenAi | Self::Azure => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Responses | Self::AzureResponses => format!(
+            Self::OpenAi => format!("data: {data}\n\n"),
+            Self::Anthropic | Self::Cohere | Self::Responses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -99,7 +99,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `now`.
     fn answer(self, args: Args) -> Value {
         match self {
-            Self::OpenAi | Self::Azure => {
+            Self::OpenAi => {
                 let function = with(json!({"name": "now"}), "arguments", args.value());
                 json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
                     "index": 0, "finish_reason": "tool_calls", "message": {
@@ -122,7 +122,14 @@ impl Vendor {
                 json!({"candidates": [{"content": {"role": "model", "parts": [
                     {"functionCall": call}]}, "finishReason": "STOP", "index": 0}]})
             }
-            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
+            Self::Cohere => {
+                let function = with(json!({"name": "now"}), "arguments", args.value());
+                json!({"id": "c-1", "message": {"role": "assistant", "tool_calls": [
+                    {"id": "now_1", "type": "function", "function": function}]},
+                    "finish_reason": "TOOL_CALL",
+                    "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}})
+            }
+            Self::Responses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "output": [Self::responses_call(args.value())],
                 "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
         }
@@ -144,7 +151,7 @@ impl Vendor {
     /// value whole in one chunk.
     fn stream(self, args: Args) -> String {
         let events: Vec<Value> = match self {
-            Self::OpenAi | Self::Azure => {
+            Self::OpenAi => {
                 let mut function = json!({"name": "now"});
                 if let Args::Null = args {
                     function["arguments"] = Value::Null;
@@ -192,7 +199,32 @@ impl Vendor {
                 events
             }
             Self::Gemini => vec![self.answer(args)],
-            Self::Responses | Self::AzureResponses => {
+            Self::Cohere => {
+                let mut function = json!({"name": "now"});
+                if let Args::Null = args {
+                    function["arguments"] = Value::Null;
+                } else if let Args::Text(_) = args {
+                    function["arguments"] = json!("");
+                }
+                let mut events = vec![
+                    json!({"id": "c-1", "type": "message-start", "delta": {"message": {
+                        "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                        "citations": []}}}),
+                    json!({"type": "tool-call-start", "index": 0, "delta": {"message": {
+                        "tool_calls": {"id": "now_1", "type": "function", "function": function}}}}),
+                ];
+                for piece in args.pieces() {
+                    events.push(json!({"type": "tool-call-delta", "index": 0, "delta": {
+                        "message": {"tool_calls": {"function": {"arguments": piece}}}}}));
+                }
+                events.extend([
+                    json!({"type": "tool-call-end", "index": 0}),
+                    json!({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL",
+                        "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}}}),
+                ]);
+                events
+            }
+            Self::Responses => {
                 let mut events = vec![
                     json!({"type": "response.created", "response": {"id": "resp_1",
                         "status": "in_progress", "output": []}}),
@@ -214,7 +246,7 @@ impl Vendor {
             }
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self.wire() == Self::OpenAi {
+        if matches!(self, Self::OpenAi | Self::Cohere) {
             body.push_str("data: [DONE]\n\n");
         }
         body
@@ -240,7 +272,7 @@ impl Vendor {
     /// A non-streamed text answer.
     fn text_answer(self, text: &str) -> Value {
         match self {
-            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-2", "object": "chat.completion",
+            Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}]}),
             Self::Anthropic => json!({"id": "msg_2", "type": "message", "role": "assistant",
@@ -248,7 +280,9 @@ impl Vendor {
                 "usage": {"input_tokens": 5, "output_tokens": 3}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
-            Self::Responses | Self::AzureResponses => json!({"id": "resp_2", "object": "response",
+            Self::Cohere => json!({"id": "c-2", "message": {"role": "assistant",
+                "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE"}),
+            Self::Responses => json!({"id": "resp_2", "object": "response",
                 "status": "completed", "output": [{"type": "message", "id": "msg_1",
                 "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
         }
@@ -257,7 +291,7 @@ impl Vendor {
     /// A streamed text answer.
     fn text_stream(self, text: &str) -> String {
         let events = match self {
-            Self::OpenAi | Self::Azure => vec![
+            Self::OpenAi => vec![
                 json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
                     "finish_reason": null}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
@@ -276,14 +310,25 @@ impl Vendor {
                 json!({"type": "message_stop"}),
             ],
             Self::Gemini => vec![self.text_answer(text)],
-            Self::Responses | Self::AzureResponses => vec![
+            Self::Cohere => vec![
+                json!({"id": "c-2", "type": "message-start", "delta": {"message": {
+                    "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                    "citations": []}}}),
+                json!({"type": "content-start", "index": 0, "delta": {"message": {
+                    "content": {"type": "text", "text": ""}}}}),
+                json!({"type": "content-delta", "index": 0, "delta": {"message": {
+                    "content": {"text": text}}}}),
+                json!({"type": "content-end", "index": 0}),
+                json!({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}),
+            ],
+            Self::Responses => vec![
                 json!({"type": "response.output_text.delta", "output_index": 0,
                     "item_id": "msg_1", "delta": text}),
                 json!({"type": "response.completed", "response": self.text_answer(text)}),
             ],
         };
         let mut body: String = events.iter().map(|event| self.event(event)).collect();
-        if self.wire() == Self::OpenAi {
+        if self == Self::OpenAi {
             body.push_str("data: [DONE]\n\n");
         }
         body

@@ -1,8 +1,8 @@
 //! Fault injection: a scripted loopback server (raw TCP: it sends a head, bytes, trickles,
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
-//! the OpenAI Responses API; Anthropic Messages; Gemini), streamed and not, and through an
-//! `Agent`.
+//! the OpenAI Responses API; Anthropic Messages; Gemini; Cohere's v2 chat), streamed and not,
+//! and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -28,7 +28,7 @@ use harness_core::{
     ProviderErrorKind, Role,
 };
 use harness_providers::replay::{Format, decode_stream};
-use harness_providers::{Anthropic, AzureOpenAi, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
+use harness_providers::{Anthropic, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -246,21 +246,20 @@ enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    Cohere,
     Responses,
-    /// Azure OpenAI's Chat Completions: OpenAI's format, Azure's URLs, key and filter chunks.
-    Azure,
-    /// Azure OpenAI's Responses API.
-    AzureResponses,
 }
 
-const VENDORS: [Vendor; 6] = [
+const VENDORS: [Vendor; 5] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
+    Vendor::Cohere,
     Vendor::Responses,
-    Vendor::Azure,
-    Vendor::AzureResponses,
 ];
+
+/// The error type of the errors the suite's Cohere sends.
+const COHERE_ERROR_TYPE: &str = "SERVICE_UNAVAILABLE";
 
 /// Tool-call arguments as a test sends them: a JSON object, or text that is not one.
 #[derive(Clone, Copy, Debug)]
@@ -301,21 +300,6 @@ fn quick() -> Knobs {
     }
 }
 
-/// An Azure OpenAI connection to `url` with a key and the probe's settings.
-fn azure(url: &str, knobs: Knobs) -> AzureOpenAi {
-    let mut builder = AzureOpenAi::builder()
-        .endpoint(url)
-        .api_key("k")
-        .idle_timeout(knobs.idle)
-        .stream_timeout(knobs.total)
-        .timeout(knobs.timeout)
-        .retry(knobs.retry);
-    if let Some(bytes) = knobs.max_bytes {
-        builder = builder.max_response_bytes(bytes);
-    }
-    builder.build().unwrap()
-}
-
 macro_rules! configure {
     ($builder:expr, $url:expr, $knobs:expr) => {{
         let knobs: Knobs = $knobs;
@@ -339,18 +323,8 @@ impl Vendor {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::Cohere => "cohere",
             Self::Responses => "openai-responses",
-            Self::Azure => "azure",
-            Self::AzureResponses => "azure-responses",
-        }
-    }
-
-    /// The wire format the vendor speaks (the cloud's models speak their vendor's).
-    fn wire(self) -> Self {
-        match self {
-            Self::Azure => Self::OpenAi,
-            Self::AzureResponses => Self::Responses,
-            other => other,
         }
     }
 
@@ -359,9 +333,8 @@ impl Vendor {
             Self::OpenAi => configure!(OpenAi::builder("m"), url, knobs),
             Self::Anthropic => configure!(Anthropic::builder("m"), url, knobs),
             Self::Gemini => configure!(Gemini::builder("m"), url, knobs),
+            Self::Cohere => configure!(Cohere::builder("m"), url, knobs),
             Self::Responses => configure!(OpenAiResponses::builder("m"), url, knobs),
-            Self::Azure => Arc::new(azure(url, knobs).chat("m").unwrap()),
-            Self::AzureResponses => Arc::new(azure(url, knobs).responses("m").unwrap()),
         }
     }
 
@@ -377,8 +350,8 @@ impl Vendor {
     /// does on the wire).
     fn event(self, data: &Value) -> Vec<u8> {
         match self {
-            Self::OpenAi | Self::Azure => format!("data: {data}\n\n"),
-            Self::Anthropic | Self::Responses | Self::AzureResponses => format!(
+            Self::OpenAi => format!("data: {data}\n\n"),
+            Self::Anthropic | Self::Cohere | Self::Responses => format!(
                 "event: {}\ndata: {data}\n\n",
                 data["type"].as_str().unwrap()
             ),
@@ -390,16 +363,6 @@ impl Vendor {
     /// The events before the first delta.
     fn opening(self) -> Vec<u8> {
         match self {
-            // Azure's first chunk: the prompt's filter results, no choices, id and model
-            // empty (its shape as the recordings in tests/fixtures/azure show it).
-            Self::Azure => [
-                self.event(&json!({"choices": [], "created": 0, "id": "", "model": "",
-                    "object": "", "prompt_filter_results": [{"prompt_index": 0,
-                    "content_filter_results": {"hate": {"filtered": false, "severity": "safe"},
-                    "jailbreak": {"filtered": false, "detected": false}}}]})),
-                Self::OpenAi.opening(),
-            ]
-            .concat(),
             Self::OpenAi => self.event(&json!({"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}
             ]})),
@@ -413,7 +376,17 @@ impl Vendor {
             ]
             .concat(),
             Self::Gemini => Vec::new(),
-            Self::Responses | Self::AzureResponses => [
+            Self::Cohere => [
+                self.event(
+                    &json!({"id": "c-1", "type": "message-start", "delta": {"message": {
+                    "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                    "citations": []}}}),
+                ),
+                self.event(&json!({"type": "content-start", "index": 0,
+                    "delta": {"message": {"content": {"type": "text", "text": ""}}}})),
+            ]
+            .concat(),
+            Self::Responses => [
                 self.event(&json!({"type": "response.created", "sequence_number": 0,
                     "response": {"id": "resp_1", "object": "response", "status": "in_progress",
                     "model": "m", "output": [], "usage": null}})),
@@ -430,7 +403,7 @@ impl Vendor {
     /// One text delta.
     fn delta(self, text: &str) -> Vec<u8> {
         self.event(&match self {
-            Self::OpenAi | Self::Azure => json!({"choices": [
+            Self::OpenAi => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
             Self::Anthropic => json!({"type": "content_block_delta", "index": 0,
@@ -438,17 +411,17 @@ impl Vendor {
             Self::Gemini => json!({"candidates": [
                 {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
             ]}),
-            Self::Responses | Self::AzureResponses => {
-                json!({"type": "response.output_text.delta", "item_id": "msg_1",
-                "output_index": 0, "content_index": 0, "delta": text})
-            }
+            Self::Cohere => json!({"type": "content-delta", "index": 0,
+                "delta": {"message": {"content": {"text": text}}}}),
+            Self::Responses => json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "delta": text}),
         })
     }
 
     /// The events that end a text turn, the vendor's end mark among them.
     fn ending(self) -> Vec<u8> {
         match self {
-            Self::OpenAi | Self::Azure => [
+            Self::OpenAi => [
                 self.event(&json!({"choices": [
                     {"index": 0, "delta": {}, "finish_reason": "stop"}
                 ]})),
@@ -468,14 +441,30 @@ impl Vendor {
                  "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7,
                     "totalTokenCount": 19}})),
+            Self::Cohere => [
+                self.event(&json!({"type": "content-end", "index": 0})),
+                self.cohere_end("COMPLETE"),
+            ]
+            .concat(),
             // The end mark alone: its `output` left out, the deltas are the text.
-            Self::Responses | Self::AzureResponses => {
-                self.event(&json!({"type": "response.completed",
+            Self::Responses => self.event(&json!({"type": "response.completed",
                 "response": {"id": "resp_1", "object": "response", "status": "completed",
                 "model": "m", "usage": {"input_tokens": 12, "output_tokens": 7,
-                "total_tokens": 19}}}))
-            }
+                "total_tokens": 19}}})),
         }
+    }
+
+    /// Cohere's `message-end` (the end mark) and the `[DONE]` after it.
+    fn cohere_end(self, finish_reason: &str) -> Vec<u8> {
+        [
+            self.event(
+                &json!({"type": "message-end", "delta": {"finish_reason": finish_reason,
+                "usage": {"billed_units": {"input_tokens": 3, "output_tokens": 7},
+                    "tokens": {"input_tokens": 12, "output_tokens": 7}}}}),
+            ),
+            b"data: [DONE]\n\n".to_vec(),
+        ]
+        .concat()
     }
 
     /// A whole streamed text turn.
@@ -491,35 +480,36 @@ impl Vendor {
     /// The vendor's error object (type, message).
     fn error_object(self) -> Value {
         match self {
-            Self::OpenAi | Self::Azure => {
-                json!({"message": VENDOR_MESSAGE, "type": "server_error"})
-            }
+            Self::OpenAi => json!({"message": VENDOR_MESSAGE, "type": "server_error"}),
             Self::Anthropic => json!({"type": "overloaded_error", "message": VENDOR_MESSAGE}),
             Self::Gemini => {
                 json!({"code": 503, "message": VENDOR_MESSAGE, "status": "UNAVAILABLE"})
             }
-            Self::Responses | Self::AzureResponses => {
-                json!({"code": "server_error", "message": VENDOR_MESSAGE})
-            }
+            Self::Cohere => json!({"message": VENDOR_MESSAGE, "error_type": COHERE_ERROR_TYPE}),
+            Self::Responses => json!({"code": "server_error", "message": VENDOR_MESSAGE}),
         }
     }
 
     /// The error type [`Vendor::error_object`] names.
     fn error_type(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::Responses | Self::Azure | Self::AzureResponses => "server_error",
+            Self::OpenAi | Self::Responses => "server_error",
             Self::Anthropic => "overloaded_error",
             Self::Gemini => "UNAVAILABLE",
+            Self::Cohere => COHERE_ERROR_TYPE,
         }
     }
 
-    /// The error as the vendor reports it mid-stream.
+    /// The error as the vendor reports it mid-stream (Cohere: a `message-end` ending the
+    /// turn with an error).
     fn error_event(self) -> Vec<u8> {
         match self {
             Self::Anthropic => self.event(&json!({"type": "error", "error": self.error_object()})),
+            Self::Cohere => self.event(&json!({"type": "message-end", "delta": {
+                "finish_reason": "ERROR", "usage": {}, "error": VENDOR_MESSAGE,
+                "error_type": COHERE_ERROR_TYPE}})),
             // The API's `error` event: its code and message at the top level.
-            Self::Responses | Self::AzureResponses => self
-                .event(&json!({"type": "error", "code": "server_error",
+            Self::Responses => self.event(&json!({"type": "error", "code": "server_error",
                 "message": VENDOR_MESSAGE, "param": null, "sequence_number": 3})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
@@ -529,11 +519,10 @@ impl Vendor {
     fn error_answer(self) -> Value {
         match self {
             Self::Anthropic => json!({"type": "error", "error": self.error_object()}),
+            Self::Cohere => self.error_object(),
             // A response that failed.
-            Self::Responses | Self::AzureResponses => {
-                json!({"id": "resp_1", "object": "response", "status": "failed",
-                "error": self.error_object(), "output": []})
-            }
+            Self::Responses => json!({"id": "resp_1", "object": "response", "status": "failed",
+                "error": self.error_object(), "output": []}),
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -541,7 +530,7 @@ impl Vendor {
     /// A non-streamed text answer; `finished: false` leaves out the finish reason.
     fn text_answer(self, text: &str, finished: bool) -> Value {
         let mut answer = match self {
-            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-1", "object": "chat.completion",
+            Self::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
@@ -550,7 +539,10 @@ impl Vendor {
                 "usage": {"input_tokens": 12, "output_tokens": 7}}),
             Self::Gemini => json!({"candidates": [{"content": {"role": "model",
                 "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}]}),
-            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
+            Self::Cohere => json!({"id": "c-1", "message": {"role": "assistant",
+                "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE",
+                "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}}),
+            Self::Responses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "model": "m", "error": null, "output": [{"type": "message",
                 "id": "msg_1", "status": "completed", "role": "assistant", "content": [
                 {"type": "output_text", "text": text, "annotations": []}]}],
@@ -558,15 +550,18 @@ impl Vendor {
         };
         if !finished {
             match self {
-                Self::OpenAi | Self::Azure => answer["choices"][0]["finish_reason"] = Value::Null,
+                Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
                 Self::Anthropic => answer["stop_reason"] = Value::Null,
+                Self::Cohere => {
+                    answer.as_object_mut().unwrap().remove("finish_reason");
+                }
                 Self::Gemini => {
                     answer["candidates"][0]
                         .as_object_mut()
                         .unwrap()
                         .remove("finishReason");
                 }
-                Self::Responses | Self::AzureResponses => {
+                Self::Responses => {
                     answer.as_object_mut().unwrap().remove("status");
                 }
             }
@@ -577,7 +572,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `note` (Gemini gives calls no id).
     fn tool_answer(self, id: &str, args: Args<'_>) -> Value {
         match (self, args) {
-            (Self::OpenAi | Self::Azure, _) => {
+            (Self::OpenAi, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -605,7 +600,18 @@ impl Vendor {
                     {"functionCall": {"name": "note", "args": args}}]},
                     "finishReason": "STOP", "index": 0}]})
             }
-            (Self::Responses | Self::AzureResponses, _) => {
+            (Self::Cohere, _) => {
+                let text = match args {
+                    Args::Object(value) => value.to_string(),
+                    Args::Broken(text) => text.to_owned(),
+                };
+                json!({"id": "c-1", "message": {"role": "assistant",
+                    "tool_plan": "I will write a note.", "tool_calls": [{"id": id,
+                    "type": "function", "function": {"name": "note", "arguments": text}}]},
+                    "finish_reason": "TOOL_CALL",
+                    "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}})
+            }
+            (Self::Responses, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -627,7 +633,7 @@ impl Vendor {
         };
         let (head, tail) = text.split_at(text.len() / 2);
         match self {
-            Self::OpenAi | Self::Azure => [
+            Self::OpenAi => [
                 self.event(
                     &json!({"choices": [{"index": 0, "delta": {"role": "assistant",
                     "content": null, "tool_calls": [{"index": 0, "id": id, "type": "function",
@@ -673,7 +679,26 @@ impl Vendor {
                     "finishReason": "STOP", "index": 0}]}),
                 )
             }
-            Self::Responses | Self::AzureResponses => {
+            Self::Cohere => {
+                let piece = |arguments: &str| {
+                    self.event(&json!({"type": "tool-call-delta", "index": 0, "delta": {
+                        "message": {"tool_calls": {"function": {"arguments": arguments}}}}}))
+                };
+                [
+                    self.event(&json!({"id": "c-1", "type": "message-start", "delta": {
+                        "message": {"role": "assistant", "content": [], "tool_plan": "",
+                        "tool_calls": [], "citations": []}}})),
+                    self.event(&json!({"type": "tool-call-start", "index": 0, "delta": {
+                        "message": {"tool_calls": {"id": id, "type": "function",
+                        "function": {"name": "note", "arguments": ""}}}}})),
+                    piece(head),
+                    piece(tail),
+                    self.event(&json!({"type": "tool-call-end", "index": 0})),
+                    self.cohere_end("TOOL_CALL"),
+                ]
+                .concat()
+            }
+            Self::Responses => {
                 let item = |arguments: &str, status: &str| {
                     json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": "note",
                         "arguments": arguments, "status": status})
@@ -844,12 +869,9 @@ fn separator(vendor: Vendor) -> &'static [u8] {
 /// `message_stop`, Gemini's finishing chunk).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
-        Vendor::OpenAi
-        | Vendor::Gemini
-        | Vendor::Responses
-        | Vendor::Azure
-        | Vendor::AzureResponses => whole.len() - vendor.ending().len(),
+        Vendor::OpenAi | Vendor::Gemini | Vendor::Responses => whole.len() - vendor.ending().len(),
         Vendor::Anthropic => whole.len() - vendor.event(&json!({"type": "message_stop"})).len(),
+        Vendor::Cohere => whole.len() - vendor.cohere_end("COMPLETE").len(),
     };
     boundaries(whole, separator(vendor))
         .into_iter()
@@ -1522,82 +1544,6 @@ fn retry_probes(probes: &mut Probes, vendor: Vendor) {
         1,
         move |_| silent_then_answered(vendor),
     );
-    if vendor.wire() != vendor {
-        // Azure's 429 says when in milliseconds too; that finer figure wins, capped.
-        for (label, ms, low, high) in [
-            ("250 (Retry-After 20)", "250", 240, 2000),
-            ("1e30", "1e30", 390, 4000),
-        ] {
-            for streamed in [false, true] {
-                let mode = if streamed { "stream" } else { "answer" };
-                probes.add(
-                    format!(
-                        "{v} {mode}: 429, retry-after-ms {label} → waits it, capped; retry succeeds"
-                    ),
-                    1,
-                    move |_| azure_retry_after_ms(vendor, ms, streamed, (low, high)),
-                );
-            }
-        }
-    }
-}
-
-/// Azure's 429 with `retry-after: 20` and `retry-after-ms: ms`: the client waits the
-/// milliseconds (within `max_delay`, 400 ms), not the 20 s, and the retry succeeds; the
-/// wait takes `bounds` milliseconds.
-async fn azure_retry_after_ms(
-    vendor: Vendor,
-    ms: &'static str,
-    streamed: bool,
-    bounds: (u64, u64),
-) {
-    let server = FaultServer::start(move |n, _| {
-        if n > 0 && streamed {
-            return sse(vendor.text_stream(&["fi", "ne"]));
-        }
-        if n > 0 {
-            return json_body(&vendor.text_answer("fine", true));
-        }
-        let error =
-            json!({"error": {"code": "429", "message": "Requests have exceeded the rate limit."}});
-        let error = error.to_string().into_bytes();
-        let extra = [("retry-after", "20"), ("retry-after-ms", ms)];
-        vec![
-            Step::Send(head_with(
-                429,
-                Some("application/json"),
-                Some(error.len()),
-                &extra,
-            )),
-            Step::Send(error),
-        ]
-    })
-    .await;
-    let retry = RetryPolicy {
-        attempts: 2,
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(400),
-    };
-    let model = vendor.model(
-        &server.url,
-        Knobs {
-            retry,
-            ..Knobs::default()
-        },
-    );
-    let (answer, elapsed) = if streamed {
-        let got = stream_of(&model).await;
-        (got.end, got.elapsed)
-    } else {
-        generate_of(&*model).await
-    };
-    assert_eq!(answer.unwrap().content(), "fine");
-    assert_eq!(server.hits(), 2);
-    within(
-        elapsed,
-        Duration::from_millis(bounds.0),
-        Duration::from_millis(bounds.1),
-    );
 }
 
 /// A stream's first attempt gets no headers: it is given up after the idle timeout and
@@ -1714,7 +1660,6 @@ fn tool_call_probes(probes: &mut Probes) {
 }
 
 /// How a Responses turn ends (hand-made bodies around the API's terminal events).
-#[allow(clippy::too_many_lines)] // a list of probes
 fn responses_end_probes(probes: &mut Probes) {
     let vendor = Vendor::Responses;
     let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
@@ -1763,6 +1708,13 @@ fn responses_end_probes(probes: &mut Probes) {
         );
     }
 
+    responses_failure_probes(probes);
+}
+
+/// A Responses turn that fails, is cut at the output limit, or gives its items only at the
+/// end (hand-made bodies around the API's terminal events).
+fn responses_failure_probes(probes: &mut Probes) {
+    let vendor = Vendor::Responses;
     probes.add(
         "openai-responses stream: response.failed → Vendor, its code and message",
         1,
@@ -1779,6 +1731,13 @@ fn responses_end_probes(probes: &mut Probes) {
         },
     );
 
+    let terminal = move |kind: &str, status: &str, reason: Option<&str>| {
+        vendor.event(
+            &json!({"type": kind, "response": {"id": "resp_1", "status": status,
+            "incomplete_details": reason.map(|r| json!({"reason": r})),
+            "usage": {"input_tokens": 12, "output_tokens": 7, "total_tokens": 19}}}),
+        )
+    };
     probes.add(
         "openai-responses stream: a call cut at the output limit → raw_arguments, not run",
         1,
@@ -1822,6 +1781,33 @@ fn responses_end_probes(probes: &mut Probes) {
             let server = FaultServer::always(sse(body)).await;
             let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
             assert_eq!(got.end.unwrap().content(), "Hello");
+        },
+    );
+
+    probes.add(
+        "openai-responses stream: items sent empty at the end → the deltas are the text",
+        1,
+        move |_| async move {
+            let empty = json!({"type": "message", "id": "msg_1", "role": "assistant",
+                "content": []});
+            let done = vendor.event(&json!({"type": "response.output_item.done",
+                "output_index": 0, "item": empty}));
+            let completed = vendor.event(&json!({"type": "response.completed", "response": {
+                "id": "resp_1", "status": "completed", "output": [empty]}}));
+            let body = [
+                vendor.opening(),
+                vendor.delta("Hel"),
+                vendor.delta("lo"),
+                done,
+                completed,
+            ]
+            .concat();
+            let server = FaultServer::always(sse(body)).await;
+            let got = stream_of(&vendor.model(&server.url, Knobs::default())).await;
+            assert_eq!(
+                (got.text.as_str(), got.end.unwrap().content()),
+                ("Hello", "Hello")
+            );
         },
     );
 }
@@ -1930,15 +1916,10 @@ fn recordings() -> Vec<Recording> {
         ("llamacpp", Vendor::OpenAi, Format::OpenAi),
         ("anthropic", Vendor::Anthropic, Format::Anthropic),
         ("gemini", Vendor::Gemini, Format::Gemini),
+        ("cohere", Vendor::Cohere, Format::Cohere),
         (
             "openai-responses",
             Vendor::Responses,
-            Format::OpenAiResponses,
-        ),
-        ("azure/chat", Vendor::Azure, Format::OpenAi),
-        (
-            "azure/responses",
-            Vendor::AzureResponses,
             Format::OpenAiResponses,
         ),
     ] {
@@ -2258,14 +2239,14 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             result.contains(&format!("You sent:\n{broken}\n")),
             "{result}"
         );
-        if vendor.wire() == Vendor::Responses {
+        if vendor == Vendor::Responses {
             let input = &server.requests()[1].body["input"];
             assert_eq!(input[1]["type"], "function_call");
             assert_eq!(input[1]["arguments"], json!("{}"));
             let told = input[2]["output"].as_str().unwrap();
             assert!(told.contains(&broken), "{told}");
         }
-        if vendor.wire() == Vendor::OpenAi {
+        if vendor == Vendor::OpenAi {
             let second = &server.requests()[1].body;
             assert_eq!(
                 second["messages"][1]["tool_calls"][0]["function"]["arguments"],

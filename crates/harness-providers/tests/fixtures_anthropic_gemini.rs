@@ -7,7 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
-use harness_core::{ModelSettings, Request};
+use harness_core::{ModelSettings, PromptCache, Request};
 
 use harness_core::{
     Block, FinishReason, Llm, LlmEvent, Message, ReasoningLevel, Thinking, TokenUsage, ToolCall,
@@ -273,7 +273,7 @@ fn anthropic_requests_replay_signed_thinking_and_match_the_recording() {
 fn anthropic_merges_consecutive_tool_results_and_marks_cache_breakpoints() {
     let model = Anthropic::builder("m")
         .api_key("k")
-        .cache_prompt(true)
+        .settings(ModelSettings::new().with_prompt_cache(PromptCache::breakpoints()))
         .build()
         .unwrap();
     let conversation = vec![
@@ -307,6 +307,12 @@ fn anthropic_merges_consecutive_tool_results_and_marks_cache_breakpoints() {
         "user, assistant, one user message with both results"
     );
     assert_eq!(messages[2]["content"].as_array().unwrap().len(), 2);
+    // The last message written, the run of results, carries the third breakpoint.
+    assert_eq!(
+        messages[2]["content"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(messages[2]["content"][0].get("cache_control"), None);
     assert_eq!(
         messages[1]["content"].as_array().unwrap().len(),
         2,

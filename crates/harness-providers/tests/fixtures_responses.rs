@@ -759,6 +759,16 @@ async fn every_other_provider_refuses_a_hosted_tool_without_sending() {
                     .unwrap(),
             ),
         ),
+        (
+            "Cohere",
+            Arc::new(
+                harness_providers::Cohere::builder("m")
+                    .api_key("k")
+                    .base_url(&server.url)
+                    .build()
+                    .unwrap(),
+            ),
+        ),
     ];
     let messages = [Message::user("x")];
     for (name, model) in models {
@@ -886,4 +896,75 @@ async fn foreign_reasoning_and_calls_stay_out_and_settings_go_as_the_api_names_t
             "stream": true,
         })
     );
+}
+
+#[tokio::test]
+async fn encrypted_reasoning_is_asked_of_reasoning_models_only() {
+    let server = Server::always(Reply::json(200, b"{}".to_vec())).await;
+    let messages = [Message::user("hi")];
+    let include = |name: &str, settings: ModelSettings| {
+        OpenAiResponses::builder(name)
+            .api_key("k")
+            .base_url(&server.url)
+            .settings(settings)
+            .build()
+            .unwrap()
+            .request_body(&Request::new(&messages), false)
+            .get("include")
+            .cloned()
+    };
+    let encrypted = Some(json!(["reasoning.encrypted_content"]));
+    assert_eq!(include("o4-mini", ModelSettings::new()), encrypted);
+    // A model that does not reason refuses the request for encrypted reasoning.
+    assert_eq!(include("gpt-4o", ModelSettings::new()), None);
+    let asked = ModelSettings::new().with_reasoning(ReasoningLevel::High);
+    assert_eq!(include("my-reasoner", asked), encrypted);
+    let stored = OpenAiResponses::builder("o4-mini")
+        .api_key("k")
+        .base_url(&server.url)
+        .store(true)
+        .build()
+        .unwrap();
+    assert_eq!(
+        stored
+            .request_body(&Request::new(&messages), false)
+            .get("include"),
+        None
+    );
+}
+
+#[tokio::test]
+async fn prompt_cache_key_and_retention_prices_and_counting_come_from_the_cost_settings() {
+    use harness_core::{CacheRetention, Prices, PromptCache};
+    let server = Server::always(Reply::json(200, b"{}".to_vec())).await;
+    let messages = [Message::user("hi")];
+    let settings = ModelSettings::new().with_prompt_cache(
+        PromptCache::new()
+            .with_key("tenant-7")
+            .with_retention(CacheRetention::Extended),
+    );
+    let body =
+        model(&server.url).request_body(&Request::new(&messages).with_settings(&settings), false);
+    assert_eq!(body["prompt_cache_key"], json!("tenant-7"));
+    assert_eq!(body["prompt_cache_retention"], json!("24h"));
+    let plain = model(&server.url).request_body(&Request::new(&messages), false);
+    assert!(
+        plain.get("prompt_cache_key").is_none() && plain.get("prompt_cache_retention").is_none()
+    );
+
+    // The table knows OpenAI's models whichever API serves them; the builder's prices win.
+    let info = model(&server.url).info();
+    assert_eq!(info.provider, "openai-responses");
+    assert!(info.prices.is_some(), "gpt-5 is in the price table");
+    let mine = Prices::per_million(1.0, 2.0);
+    let priced = builder(&server.url).prices(mine).build().unwrap().info();
+    assert_eq!(priced.prices, Some(mine));
+
+    let question = [Message::user("What is the weather in Paris this morning?")];
+    let count = model(&server.url)
+        .count_tokens(Request::new(&question))
+        .await
+        .unwrap();
+    assert!(count.tokens >= 8, "{count:?}");
+    assert!(server.requests().is_empty(), "counting sends nothing");
 }

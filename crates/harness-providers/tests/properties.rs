@@ -591,7 +591,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai stream: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp", "azure/chat"],
+        &["openai", "llamacpp"],
     );
     stream_odd_counts(
         "anthropic stream: odd counts",
@@ -599,10 +599,11 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
         &["anthropic"],
     );
     stream_odd_counts("gemini stream: odd counts", Format::Gemini, &["gemini"]);
+    stream_odd_counts("cohere stream: odd counts", Format::Cohere, &["cohere"]);
     stream_odd_counts(
         "openai-responses stream: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses", "azure/responses"],
+        &["openai-responses"],
     );
 }
 
@@ -611,7 +612,7 @@ fn openai_stream_mutations_never_panic() {
     stream_mutations(
         "openai stream: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp", "azure/chat"],
+        &["openai", "llamacpp"],
     );
 }
 
@@ -629,7 +630,7 @@ fn responses_stream_mutations_never_panic() {
     stream_mutations(
         "openai-responses stream: mutations",
         Format::OpenAiResponses,
-        &["openai-responses", "azure/responses"],
+        &["openai-responses"],
     );
 }
 
@@ -638,7 +639,7 @@ fn responses_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai-responses stream: cuts",
         Format::OpenAiResponses,
-        &["openai-responses", "azure/responses"],
+        &["openai-responses"],
     );
 }
 
@@ -648,11 +649,16 @@ fn gemini_stream_mutations_never_panic() {
 }
 
 #[test]
+fn cohere_stream_mutations_never_panic() {
+    stream_mutations("cohere stream: mutations", Format::Cohere, &["cohere"]);
+}
+
+#[test]
 fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai stream: cuts",
         Format::OpenAi,
-        &["openai", "llamacpp", "azure/chat"],
+        &["openai", "llamacpp"],
     );
 }
 
@@ -664,6 +670,11 @@ fn anthropic_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 #[test]
 fn gemini_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts("gemini stream: cuts", Format::Gemini, &["gemini"]);
+}
+
+#[test]
+fn cohere_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
+    stream_cuts("cohere stream: cuts", Format::Cohere, &["cohere"]);
 }
 
 // The response parsers -------------------------------------------------------------------------
@@ -846,7 +857,10 @@ fn parser_odd_counts(target: &str, format: Format, dirs: &[&str]) {
             let Some(at) = rng.choice(&all) else { break };
             let odd = serde_json::from_str(rng.choice(ODD_COUNTS).unwrap())
                 .unwrap_or_else(|_| number(rng));
-            *answer.pointer_mut(at).unwrap() = odd;
+            // A count inside one replaced before (Cohere's `tokens` object) is gone.
+            if let Some(count) = answer.pointer_mut(at) {
+                *count = odd;
+            }
         }
         let response = decode_answer(format, &answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
         sound(&response);
@@ -861,7 +875,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai parser: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp", "azure/chat"],
+        &["openai", "llamacpp"],
     );
     parser_odd_counts(
         "anthropic parser: odd counts",
@@ -869,10 +883,11 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
         &["anthropic"],
     );
     parser_odd_counts("gemini parser: odd counts", Format::Gemini, &["gemini"]);
+    parser_odd_counts("cohere parser: odd counts", Format::Cohere, &["cohere"]);
     parser_odd_counts(
         "openai-responses parser: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses", "azure/responses"],
+        &["openai-responses"],
     );
 }
 
@@ -881,7 +896,7 @@ fn openai_parser_mutations_never_panic() {
     parser_mutations(
         "openai parser: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp", "azure/chat"],
+        &["openai", "llamacpp"],
     );
 }
 
@@ -899,11 +914,16 @@ fn responses_parser_mutations_never_panic() {
     parser_mutations(
         "openai-responses parser: mutations",
         Format::OpenAiResponses,
-        &["openai-responses", "azure/responses"],
+        &["openai-responses"],
     );
 }
 
 #[test]
 fn gemini_parser_mutations_never_panic() {
     parser_mutations("gemini parser: mutations", Format::Gemini, &["gemini"]);
+}
+
+#[test]
+fn cohere_parser_mutations_never_panic() {
+    parser_mutations("cohere parser: mutations", Format::Cohere, &["cohere"]);
 }

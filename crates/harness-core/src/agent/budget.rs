@@ -1,5 +1,6 @@
 //! `Budget`: the limits of one run.
 
+use crate::cost::{Cost, Usd};
 use crate::error::{Error, Result};
 use crate::response::TokenUsage;
 
@@ -9,10 +10,15 @@ use crate::response::TokenUsage;
 /// Every limit ends the run as `Ok` with its [`StopReason`](super::StopReason), the state whole and the work
 /// kept, not as an error: `steps` caps model calls ([`StopReason::StepBudget`](super::StopReason::StepBudget)); the token
 /// limits cap what the run's model calls used, checked right after each response, before any
-/// tool of that turn runs ([`StopReason::TokenBudget`](super::StopReason::TokenBudget)); `tool_calls` caps the tool calls a
+/// tool of that turn runs ([`StopReason::TokenBudget`](super::StopReason::TokenBudget)); `max_cost` caps what the run's
+/// model calls cost in dollars at the model's [`Prices`](crate::Prices), checked at the
+/// same point ([`StopReason::CostBudget`](super::StopReason::CostBudget)); `tool_calls` caps the tool calls a
 /// run makes, checked before a round runs ([`StopReason::ToolCallBudget`](super::StopReason::ToolCallBudget)). A round or a turn
 /// the budget stops is recorded with each call answered "not run", so the transcript stays
-/// one a vendor accepts. Limits are checked when the agent is built (each at least 1).
+/// one a vendor accepts. Limits are checked when the agent is built (each at least 1, a
+/// money limit more than nothing). A money limit on a model whose
+/// [`ModelInfo::prices`](crate::ModelInfo::prices) is unknown fails closed: the run does not
+/// start, with a [`Configuration`](crate::ErrorKind::Configuration) error naming the model.
 ///
 /// The agent's lifetime usage stays readable through
 /// [`Agent::total_usage`](super::Agent::total_usage); it is never a cap.
@@ -23,6 +29,8 @@ use crate::response::TokenUsage;
 /// let budget = Budget::new().with_steps(3).with_total_tokens(50_000).with_tool_calls(20);
 /// assert_eq!((budget.steps(), budget.total_tokens(), budget.tool_calls()), (3, Some(50_000), Some(20)));
 /// assert_eq!(Budget::default().steps(), 10);
+/// let budget = Budget::new().with_max_cost(0.50); // fifty cents a run
+/// assert_eq!(budget.max_cost().map(|usd| usd.to_string()).as_deref(), Some("$0.50"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
@@ -30,6 +38,7 @@ pub struct Budget {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     total_tokens: Option<u64>,
+    max_cost: Option<Usd>,
     tool_calls: Option<usize>,
 }
 
@@ -40,6 +49,7 @@ impl Default for Budget {
             input_tokens: None,
             output_tokens: None,
             total_tokens: None,
+            max_cost: None,
             tool_calls: None,
         }
     }
@@ -76,6 +86,15 @@ impl Budget {
         self
     }
 
+    /// At most this many dollars over the run's model calls, priced with the model's
+    /// [`ModelInfo::prices`](crate::ModelInfo::prices) (cache reads and writes at their own
+    /// prices, reasoning as output). Rounded to the picodollar; a run that crosses it stops
+    /// with [`StopReason::CostBudget`](super::StopReason::CostBudget).
+    pub fn with_max_cost(mut self, usd: f64) -> Self {
+        self.max_cost = Some(Usd::from_dollars(usd));
+        self
+    }
+
     /// At most this many tool calls per run.
     pub fn with_tool_calls(mut self, calls: usize) -> Self {
         self.tool_calls = Some(calls);
@@ -102,9 +121,22 @@ impl Budget {
         self.total_tokens
     }
 
+    /// The money limit, if any.
+    pub fn max_cost(&self) -> Option<Usd> {
+        self.max_cost
+    }
+
     /// The tool-call limit, if any.
     pub fn tool_calls(&self) -> Option<usize> {
         self.tool_calls
+    }
+
+    /// The money limit's crossing by `cost` (a run's so far), in words, if it is crossed.
+    pub(crate) fn cost_crossed(&self, cost: &Cost) -> Option<String> {
+        let spent = cost.total();
+        self.max_cost
+            .filter(|&limit| spent > limit)
+            .map(|limit| format!("{spent} spent, over the limit of {limit}"))
     }
 
     /// Which token limit `usage` (a run's so far) has crossed, in words, if any.
@@ -150,6 +182,12 @@ impl Budget {
         if self.tool_calls == Some(0) {
             return zero("tool_calls");
         }
+        if self.max_cost == Some(Usd::ZERO) {
+            // A negative amount or NaN reads as zero too.
+            return Err(Error::configuration(
+                "Budget's max_cost must be more than $0 when set",
+            ));
+        }
         Ok(())
     }
 }
@@ -171,6 +209,28 @@ mod tests {
         assert!(err.to_string().starts_with("Budget's total_tokens limit"));
         let err = Budget::new().with_tool_calls(0).validate().unwrap_err();
         assert!(err.to_string().starts_with("Budget's tool_calls limit"));
+        for bad in [0.0, -1.0, f64::NAN] {
+            let err = Budget::new().with_max_cost(bad).validate().unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("Budget's max_cost must be more than $0")
+            );
+        }
+        assert!(Budget::new().with_max_cost(0.000_001).validate().is_ok());
+    }
+
+    #[test]
+    fn the_money_limit_is_crossed_only_past_it() {
+        let budget = Budget::new().with_max_cost(0.01);
+        let prices = crate::Prices::per_million(10.0, 10.0);
+        let at = TokenUsage::new(1_000, 0, 1_000).cost(&prices);
+        assert_eq!(budget.cost_crossed(&at), None);
+        let past = TokenUsage::new(1_000, 1, 1_001).cost(&prices);
+        assert_eq!(
+            budget.cost_crossed(&past).as_deref(),
+            Some("$0.01001 spent, over the limit of $0.01")
+        );
+        assert_eq!(Budget::new().cost_crossed(&past), None);
     }
 
     #[test]

@@ -193,6 +193,7 @@ impl AgentBuilder {
             inner: Arc::new(AgentInner {
                 model: self.model,
                 model_name: info.name(),
+                prices: info.prices,
                 model_names,
                 tools,
                 specs,

@@ -8,6 +8,7 @@ use super::middleware::Middleware;
 #[cfg(feature = "output")]
 use super::output::OutputType;
 use super::permissions::Permissions;
+use crate::cost::Prices;
 use crate::llm::Llm;
 use crate::request::ModelSettings;
 use crate::response::TokenUsage;
@@ -19,6 +20,9 @@ pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn Llm>,
     /// `provider:model`, for errors.
     pub(crate) model_name: String,
+    /// What the model charges, as its info said when the agent was built: what runs are
+    /// priced with.
+    pub(crate) prices: Option<Prices>,
     pub(crate) model_names: ModelNames,
     pub(crate) tools: Toolbox,
     /// The toolbox's specs plus `final_answer` when an output type is set and the model

@@ -19,6 +19,7 @@ use super::report::Events;
 use super::run_error::RunError;
 use super::state::{AgentState, PendingHumanInput, StopReason};
 use crate::content::Block;
+use crate::cost::Cost;
 use crate::error::{Error, ProviderError, Result, ToolError};
 use crate::llm::LlmEvent;
 use crate::message::{Content, Message, Role, ToolCall};
@@ -50,13 +51,17 @@ const FINAL_ANSWER_ACCEPTED: &str = "Final answer accepted.";
 /// sees it without a copy, and copied on write only if a tool kept it.
 type Transcript = Arc<Vec<Message>>;
 
-/// What one run has spent: the budget's measure, and the usage its state reports.
+/// What one run has spent: the budget's measure, and the usage and cost its state reports.
 #[derive(Debug, Clone, Copy, Default)]
 struct Spent {
     /// The usage of the state the run started from (a resumed run goes on counting).
     before: TokenUsage,
+    /// The cost of the state the run started from.
+    cost_before: Cost,
     /// This run's model calls.
     tokens: TokenUsage,
+    /// What this run's model calls cost.
+    cost: Cost,
     /// This run's tool calls.
     tool_calls: usize,
 }
@@ -67,6 +72,11 @@ impl Spent {
         self.before + self.tokens
     }
 
+    /// The cost the state reports: the resumed state's and this run's.
+    fn cost(&self) -> Cost {
+        self.cost_before + self.cost
+    }
+
     /// The run so far, unfinished: what a middleware's `after_step` sees and what a
     /// [`RunError`] carries.
     fn snapshot(&self, transcript: &[Message]) -> AgentState {
@@ -74,6 +84,7 @@ impl Spent {
             messages: transcript.to_vec(),
             output: Value::Null,
             usage: self.usage(),
+            cost: self.cost(),
             stop_reason: StopReason::Unfinished,
             paused: Vec::new(),
         }
@@ -91,6 +102,7 @@ impl Spent {
             messages: Arc::try_unwrap(transcript).unwrap_or_else(|shared| (*shared).clone()),
             output: output.into(),
             usage: self.usage(),
+            cost: self.cost(),
             stop_reason: reason,
             paused,
         }
@@ -117,10 +129,15 @@ impl AgentInner {
         events: &Events<'_>,
     ) -> Result<AgentState, RunError> {
         let span = telemetry::agent_span(&self.name, &self.model_names);
-        let result = self
-            .drive_in_span(input, mode, events)
-            .instrument(span.clone())
-            .await;
+        let result = match self.unpriced_budget() {
+            // The run does not start: its state goes back as it came.
+            Some(error) => Err(RunError::new(error, input.state)),
+            None => {
+                self.drive_in_span(input, mode, events)
+                    .instrument(span.clone())
+                    .await
+            }
+        };
         if let Err(failed) = &result {
             telemetry::record_error(&span, failed.error());
         }
@@ -135,7 +152,7 @@ impl AgentInner {
     ) -> Result<AgentState, RunError> {
         // Taken apart in a block of its own, so that nothing of the input but what the loop
         // uses is held across its waits.
-        let (messages, usage, paused, deps, settings) = {
+        let (messages, usage, cost, paused, deps, settings) = {
             let RunInput {
                 state,
                 deps,
@@ -145,16 +162,19 @@ impl AgentInner {
             let AgentState {
                 messages,
                 usage,
+                cost,
                 paused,
                 ..
             } = state;
-            (messages, usage, paused, deps, settings.over(&self.settings))
+            let settings = settings.over(&self.settings);
+            (messages, usage, cost, paused, deps, settings)
         };
-        let (messages, paused) = self.check_rulings(messages, usage, paused)?;
+        let (messages, paused) = self.check_rulings(messages, usage, cost, paused)?;
         let mut transcript = self.transcript(messages);
         let ctx = Ctx::new().with_raw_deps(deps);
         let mut spent = Spent {
             before: usage,
+            cost_before: cost,
             ..Spent::default()
         };
         // The tool rounds' futures are boxed: inline, the largest of them would size the
@@ -180,12 +200,11 @@ impl AgentInner {
             let (blocks, calls, _, finish_reason) = response.into_parts();
             let content = Content::from_blocks(blocks);
 
-            if let Some(crossed) = crossed {
+            if let Some((reason, crossed)) = crossed {
                 // The turn is kept, its calls answered "not run", so nothing is lost and
                 // the transcript stays one a vendor accepts.
-                tracing::info!(agent = %self.name, %crossed, "token budget spent");
+                tracing::info!(agent = %self.name, %crossed, "{} reached", reason.as_str());
                 record_not_run(&mut transcript, content, &calls);
-                let reason = StopReason::TokenBudget;
                 return Ok(spent.finish(transcript, text, reason, Vec::new()));
             }
 
@@ -258,6 +277,7 @@ impl AgentInner {
         &self,
         messages: Vec<Message>,
         usage: TokenUsage,
+        cost: Cost,
         paused: Vec<PendingHumanInput>,
     ) -> Result<(Vec<Message>, Vec<PendingHumanInput>), RunError> {
         let Some(undecided) = paused
@@ -274,10 +294,27 @@ impl AgentInner {
             messages,
             output: Value::Null,
             usage,
+            cost,
             stop_reason: StopReason::Paused,
             paused,
         };
         Err(RunError::new(error, state))
+    }
+
+    /// A money limit with nothing to price the run by fails closed: the error the run does
+    /// not start with, naming the model and how to give it prices.
+    fn unpriced_budget(&self) -> Option<Error> {
+        let limit = self.budget.max_cost()?;
+        if self.prices.is_some() {
+            return None;
+        }
+        Some(Error::configuration(format!(
+            "{}'s budget has a money limit ({limit}) but its model {} has no prices, so the \
+             run cannot be priced: set them on the provider's builder with \
+             .prices(Prices::per_million(input, output)), or return them from the model's \
+             Llm::info with ModelInfo::with_prices",
+            self.name, self.model_name
+        )))
     }
 
     /// A turn without tool calls, already recorded: the run's output and why it ends, or
@@ -416,17 +453,28 @@ impl AgentInner {
         ))
     }
 
-    /// Adds the response's usage to the agent's lifetime total and to the run's; says which
-    /// token limit of the budget the run has now crossed, if any, before any tool of the
-    /// turn runs.
-    fn account(&self, response: &CompletionResponse, spent: &mut Spent) -> Option<String> {
+    /// Adds the response's usage to the agent's lifetime total and to the run's, and its
+    /// cost to the run's; says which limit of the budget (a token limit, then the money
+    /// limit) the run has now crossed, if any, before any tool of the turn runs.
+    fn account(
+        &self,
+        response: &CompletionResponse,
+        spent: &mut Spent,
+    ) -> Option<(StopReason, String)> {
         let usage = *response.usage()?;
         *self
             .total_usage
             .lock()
             .unwrap_or_else(PoisonError::into_inner) += usage;
         spent.tokens += usage;
-        self.budget.tokens_crossed(&spent.tokens)
+        if let Some(prices) = &self.prices {
+            spent.cost += usage.cost(prices);
+        }
+        if let Some(crossed) = self.budget.tokens_crossed(&spent.tokens) {
+            return Some((StopReason::TokenBudget, crossed));
+        }
+        let crossed = self.budget.cost_crossed(&spent.cost)?;
+        Some((StopReason::CostBudget, crossed))
     }
 
     /// Checks a `final_answer` call. Accepted: its value, with every call of the turn

@@ -6,6 +6,7 @@ use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::cost::Cost;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::Message;
 use crate::response::TokenUsage;
@@ -26,6 +27,9 @@ pub enum StopReason {
     /// A token limit of the budget was crossed; the output is the text of the response
     /// that crossed it, whose tool calls were not run.
     TokenBudget,
+    /// The money limit of the budget was crossed; the output is the text of the response
+    /// that crossed it, whose tool calls were not run.
+    CostBudget,
     /// The tool-call limit of the budget would have been passed; the round was not run.
     ToolCallBudget,
     /// A call waits for a human: see [`AgentState::paused`].
@@ -37,7 +41,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    /// The wire name: `unfinished`, `answer`, `step_budget`, `token_budget`,
+    /// The wire name: `unfinished`, `answer`, `step_budget`, `token_budget`, `cost_budget`,
     /// `tool_call_budget`, `paused`, `truncated` or `stopped`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -45,6 +49,7 @@ impl StopReason {
             Self::Answer => "answer",
             Self::StepBudget => "step_budget",
             Self::TokenBudget => "token_budget",
+            Self::CostBudget => "cost_budget",
             Self::ToolCallBudget => "tool_call_budget",
             Self::Paused => "paused",
             Self::Truncated => "truncated",
@@ -91,8 +96,8 @@ impl PendingHumanInput {
 
 /// What a run consumed and produced.
 ///
-/// Serialises whole (transcript, output as plain data, usage, stop reason, paused calls with
-/// their rulings), so a run paused on a human can be stored anywhere and resumed in another
+/// Serialises whole (transcript, output as plain data, usage and cost, stop reason, paused
+/// calls with their rulings), so a run paused on a human can be stored anywhere and resumed in another
 /// process:
 ///
 /// ```
@@ -118,6 +123,11 @@ pub struct AgentState {
     /// the state it resumed (the agent's lifetime figure is
     /// [`Agent::total_usage`](crate::agent::Agent::total_usage)).
     pub usage: TokenUsage,
+    /// What the usage cost: each model call's usage priced with the model's
+    /// [`ModelInfo::prices`](crate::ModelInfo::prices), added to the cost of the state it
+    /// resumed. Zero while the model has no prices. Left out of the JSON when zero.
+    #[serde(skip_serializing_if = "Cost::is_zero")]
+    pub cost: Cost,
     /// Why the run ended ([`StopReason::Unfinished`] for a state that has not run, or that
     /// an error interrupted).
     pub stop_reason: StopReason,
@@ -125,7 +135,14 @@ pub struct AgentState {
     pub paused: Vec<PendingHumanInput>,
 }
 
-const STATE_KEYS: [&str; 5] = ["messages", "output", "usage", "stop_reason", "paused"];
+const STATE_KEYS: [&str; 6] = [
+    "messages",
+    "output",
+    "usage",
+    "cost",
+    "stop_reason",
+    "paused",
+];
 
 /// The serialised fields, read after the keys have been checked.
 #[derive(Deserialize)]
@@ -136,6 +153,8 @@ struct StateFields {
     output: Value,
     #[serde(default)]
     usage: TokenUsage,
+    #[serde(default)]
+    cost: Cost,
     /// `null`, as older states wrote an unfinished run, reads as `Unfinished`.
     #[serde(default, deserialize_with = "stop_reason_or_null")]
     stop_reason: StopReason,
@@ -198,6 +217,10 @@ impl AgentState {
                 StopReason::TokenBudget => {
                     "a token limit of the budget was crossed; raise it, or run the state again \
                      to continue"
+                }
+                StopReason::CostBudget => {
+                    "the money limit of the budget was crossed; raise it, or run the state \
+                     again to continue"
                 }
                 StopReason::ToolCallBudget => {
                     "the tool-call limit of the budget was reached; raise it, or run the state \
@@ -285,7 +308,7 @@ impl AgentState {
         Self::from_value(value)
     }
 
-    /// Reads a state from a JSON value: an object of the five fields (missing ones take
+    /// Reads a state from a JSON value: an object of the six fields (missing ones take
     /// their defaults).
     ///
     /// # Errors
@@ -322,6 +345,7 @@ impl AgentState {
             messages: fields.messages,
             output: fields.output,
             usage: fields.usage,
+            cost: fields.cost,
             stop_reason: fields.stop_reason,
             paused: fields.paused,
         })
@@ -374,6 +398,7 @@ mod tests {
             messages: vec![Message::user("pay")],
             output: json!(""),
             usage: TokenUsage::new(1, 2, 3),
+            cost: Cost::default(),
             stop_reason: StopReason::Paused,
             paused: vec![
                 PendingHumanInput {
@@ -413,6 +438,20 @@ mod tests {
                      "arguments": {"amount_usd": 50000}, "approved": true}
                 ]
             })
+        );
+        assert_eq!(AgentState::from_value(value).unwrap(), state);
+    }
+
+    #[test]
+    fn a_cost_is_saved_when_there_is_one_and_read_back_exactly() {
+        let prices = crate::Prices::per_million(3.0, 15.0).with_cache_read(0.3);
+        let mut state = paused();
+        state.cost = state.usage.with_cached(1).cost(&prices);
+        let value = state.to_value();
+        assert_eq!(
+            value["cost"],
+            json!({"input": "0.00", "cache_read": "0.0000003", "cache_write": "0.00",
+                   "output": "0.00003", "total": "0.0000303"})
         );
         assert_eq!(AgentState::from_value(value).unwrap(), state);
     }

@@ -1,8 +1,8 @@
 //! `OpenAi` and its builder: the model, and how it is set up.
 
 use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Request, Result,
-    Supports,
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Prices, Request,
+    Result, Supports, TokenCount,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -24,6 +24,10 @@ use super::accumulator::{ChatAccumulator, PATH, refused_call};
 /// output schema a service that supports it gets `response_format` `json_schema` (strict when
 /// the schema allows); see [`OpenAiBuilder::structured_output`]. A failure names the service it
 /// came from: a Groq model's errors carry the provider id `groq` and say Groq.
+///
+/// On OpenAI itself, a [`PromptCache`](harness_core::PromptCache) in the settings sends its
+/// `key` as `prompt_cache_key` and its `retention` as `prompt_cache_retention` (OpenAI caches
+/// long prefixes by itself; the gateways are not sent them).
 ///
 /// Reasoning (`reasoning_content`, `reasoning`, or content parts of type `thinking`) comes
 /// back as [`Thinking`](harness_core::Thinking). OpenRouter's `reasoning_details` add what plain text cannot carry,
@@ -47,7 +51,7 @@ pub struct OpenAi {
     /// Where requests go, under the base URL (with any query the service needs).
     path: String,
     /// The service's id, as errors report it (the client's provider).
-    id: &'static str,
+    pub(super) id: &'static str,
     /// The service's name, for messages.
     name: &'static str,
     pub(super) defaults: ModelSettings,
@@ -55,6 +59,8 @@ pub struct OpenAi {
     pub(super) native_output: bool,
     /// Whether the output limit goes as `max_completion_tokens` (OpenAI) or `max_tokens`.
     pub(super) max_completion_tokens: bool,
+    /// The builder's `prices`, over the table's.
+    prices: Option<Prices>,
 }
 
 /// Builds an [`OpenAi`] (or a gateway's or local server's model).
@@ -202,6 +208,7 @@ impl OpenAiBuilder {
             stream_usage: self.stream_usage,
             native_output: self.native_output.unwrap_or(self.service.structured_output),
             max_completion_tokens: self.service.token_limit == TokenLimit::MaxCompletionTokens,
+            prices: self.connection.prices,
         })
     }
 }
@@ -239,11 +246,21 @@ impl Llm for OpenAi {
         )
     }
 
+    /// Chat Completions has no counting endpoint: with the `tokenizer` feature, OpenAI's
+    /// published tokenizer counts a model it knows (exactly for messages of text); otherwise,
+    /// and for the gateways' own models, [`TokenCount::estimate`].
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        Ok(crate::tokenizer::count(&self.model, &request))
+    }
+
     fn info(&self) -> ModelInfo {
         let supports = Supports::new()
             .with_tools(true)
             .with_images(true)
             .with_structured_output(self.native_output);
-        crate::models::info(&self.client.config().provider, &self.model, supports)
+        crate::models::priced(
+            crate::models::info(&self.client.config().provider, &self.model, supports),
+            self.prices,
+        )
     }
 }

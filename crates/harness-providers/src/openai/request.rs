@@ -33,6 +33,16 @@ impl OpenAi {
             max_tokens: max_tokens.filter(|_| !self.max_completion_tokens),
             stop: settings.stop,
             reasoning_effort: settings.reasoning.map(harness_core::ReasoningLevel::as_str),
+            // OpenAI's own fields; a gateway might refuse them.
+            prompt_cache_key: settings
+                .prompt_cache
+                .and_then(|cache| cache.key.as_deref())
+                .filter(|_| self.id == "openai"),
+            prompt_cache_retention: settings
+                .prompt_cache
+                .and_then(|cache| cache.retention)
+                .map(harness_core::CacheRetention::as_str)
+                .filter(|_| self.id == "openai"),
             response_format: request
                 .output
                 .filter(|_| self.native_output)
@@ -72,6 +82,10 @@ pub(super) struct Body<'a> {
     stop: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]

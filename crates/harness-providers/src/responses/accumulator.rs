@@ -202,13 +202,13 @@ impl<'v> ResponsesAccumulator<'v> {
         self.item_added(index, item);
         let slot = self.slot(index, Kind::of(item.kind.as_deref()));
         slot.whole = true;
+        let mut whole = String::new();
         match slot.kind {
             Kind::Message => {
-                slot.text.clear();
                 slot.citations.clear();
                 for part in &item.content.0 {
                     if let Some(text) = part.text.as_deref().or(part.refusal.as_deref()) {
-                        slot.text.push_str(text);
+                        whole.push_str(text);
                     }
                     if let Some(annotations) = &part.annotations {
                         slot.citations.extend(annotations.iter().cloned());
@@ -216,10 +216,7 @@ impl<'v> ResponsesAccumulator<'v> {
                 }
             }
             Kind::FunctionCall => {
-                item.arguments
-                    .as_deref()
-                    .unwrap_or_default()
-                    .clone_into(&mut slot.text);
+                whole.push_str(item.arguments.as_deref().unwrap_or_default());
             }
             Kind::Reasoning => {
                 // The summary the model shows; a model that shows its reasoning itself
@@ -229,14 +226,22 @@ impl<'v> ResponsesAccumulator<'v> {
                 } else {
                     &item.summary.0
                 };
-                slot.text.clear();
                 for (i, text) in parts.iter().filter_map(|p| p.text.as_deref()).enumerate() {
                     if i > 0 {
-                        slot.text.push_str("\n\n");
+                        whole.push_str("\n\n");
                     }
-                    slot.text.push_str(text);
+                    whole.push_str(text);
                 }
             }
+            Kind::Hosted => {}
+        }
+        // The whole item's text is the text; an item without any (a server that sends it
+        // empty) does not undo the deltas read before it.
+        if !whole.is_empty() {
+            slot.text = whole;
+        }
+        match slot.kind {
+            Kind::Message | Kind::FunctionCall | Kind::Reasoning => {}
             Kind::Hosted => {
                 let call = hosted_call(
                     item.kind.as_deref().unwrap_or("hosted_call"),
@@ -342,6 +347,52 @@ impl<'v> ResponsesAccumulator<'v> {
     }
 }
 
+impl ResponsesAccumulator<'_> {
+    /// A terminal event whose items the stream already gave whole.
+    fn terminal(&mut self, data: &str) -> Result<()> {
+        let terminal: TerminalIn<'_> =
+            serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
+        match terminal.response {
+            Some(head) => self.end(
+                head.id.as_ref(),
+                head.model.as_ref(),
+                head.status.as_deref(),
+                reason(head.incomplete_details.as_ref()),
+                head.blocked,
+                head.usage.as_ref(),
+            ),
+            None => {
+                self.ended = true;
+                self.finish = Some(FinishReason::Other);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error a `response.failed` event (its response's `error`) or an `error` event (its
+    /// fields at the top level, or in an `error` object) reports.
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, event: &EventIn<'_>, data: &str) -> Error {
+        if let Some(response) = &event.response {
+            return failure(
+                self.vendor,
+                response.error.as_ref().unwrap_or(&Value::Null),
+                data,
+            );
+        }
+        let error = match (
+            &event.error,
+            event.code.as_deref(),
+            event.message.as_deref(),
+        ) {
+            (Some(error), _, _) if !error.is_null() => error.clone(),
+            (_, code, message) => serde_json::json!({"code": code, "message": message}),
+        };
+        failure(self.vendor, &error, data)
+    }
+}
+
 /// The events read; any other the service names by its `event:` line is skipped unread (a
 /// stream without event names is read event by event).
 const READ: [&str; 11] = [
@@ -377,23 +428,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
             && !self.slots.is_empty()
             && self.slots.iter().all(|s| s.whole)
         {
-            let terminal: TerminalIn<'_> =
-                serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
-            match terminal.response {
-                Some(head) => self.end(
-                    head.id.as_ref(),
-                    head.model.as_ref(),
-                    head.status.as_deref(),
-                    reason(head.incomplete_details.as_ref()),
-                    head.blocked,
-                    head.usage.as_ref(),
-                ),
-                None => {
-                    self.ended = true;
-                    self.finish = Some(FinishReason::Other);
-                }
-            }
-            return Ok(());
+            return self.terminal(data);
         }
         let event: EventIn<'_> =
             serde_json::from_str(data).map_err(|e| json::unreadable(self.vendor, &e, data))?;
@@ -451,27 +486,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
                     self.finish = Some(FinishReason::Other);
                 }
             }
-            "response.failed" => {
-                let error = event
-                    .response
-                    .as_ref()
-                    .and_then(|r| r.error.as_ref())
-                    .unwrap_or(&Value::Null);
-                return Err(failure(self.vendor, error, data));
-            }
-            "error" => {
-                let error = match (
-                    &event.error,
-                    event.code.as_deref(),
-                    event.message.as_deref(),
-                ) {
-                    (Some(error), _, _) if !error.is_null() => error.clone(),
-                    (_, code, message) => {
-                        serde_json::json!({"code": code, "message": message})
-                    }
-                };
-                return Err(failure(self.vendor, &error, data));
-            }
+            "response.failed" | "error" => return Err(self.failed(&event, data)),
             _ => {}
         }
         Ok(())

@@ -1,8 +1,8 @@
 //! `OpenAiResponses` and its builder: the model, and how it is set up.
 
 use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Request, Result,
-    Supports,
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, ModelSettings, Prices, Request,
+    Result, Supports, TokenCount,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -70,6 +70,10 @@ pub struct OpenAiResponses {
     pub(super) defaults: ModelSettings,
     pub(super) store: bool,
     pub(super) native_output: bool,
+    /// Whether the model is one the library knows to reason.
+    pub(super) reasons: bool,
+    /// The builder's `prices`, over the table's.
+    prices: Option<Prices>,
 }
 
 /// Builds an [`OpenAiResponses`].
@@ -147,9 +151,12 @@ impl OpenAiResponsesBuilder {
     /// Whether the service keeps what it answers (`store`; default false).
     ///
     /// Off, nothing of the conversation is kept on OpenAI's side beyond what its own policies
-    /// require: each request is sent `store: false` and asks for the reasoning encrypted
-    /// (`include: ["reasoning.encrypted_content"]`), and the encrypted reasoning goes back
-    /// with its turn, so a reasoning model keeps its chain between tool calls all the same.
+    /// require: each request is sent `store: false` and, for a reasoning model, asks for the
+    /// reasoning encrypted (`include: ["reasoning.encrypted_content"]`), and the encrypted
+    /// reasoning goes back with its turn, so the model keeps its chain between tool calls all
+    /// the same. A reasoning model is one the library knows to reason (`gpt-5`, `o3`, ...:
+    /// [`ModelInfo::supports`]) or one asked for a reasoning level (`with_reasoning`); a model
+    /// that does not reason refuses the request for encrypted reasoning.
     /// A hosted tool's call cannot be sent back then (the service kept nothing to match it
     /// to): the model sees the text it wrote from it, not the call.
     ///
@@ -199,6 +206,9 @@ impl OpenAiResponsesBuilder {
         path: impl Into<String>,
         vendor: Vendor<'static>,
     ) -> Result<OpenAiResponses> {
+        let reasons = crate::models::info("", &self.model, Supports::new())
+            .supports
+            .reasoning;
         Ok(OpenAiResponses {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
@@ -207,6 +217,8 @@ impl OpenAiResponsesBuilder {
             defaults: self.defaults,
             store: self.store,
             native_output: self.native_output,
+            reasons,
+            prices: self.connection.prices,
         })
     }
 }
@@ -232,11 +244,21 @@ impl Llm for OpenAiResponses {
         )
     }
 
+    /// OpenAI's published tokenizer (the `tokenizer` feature) counts a model it knows,
+    /// exactly for messages of text; otherwise [`TokenCount::estimate`].
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        Ok(crate::tokenizer::count(&self.model, &request))
+    }
+
     fn info(&self) -> ModelInfo {
         let supports = Supports::new()
             .with_tools(true)
             .with_images(true)
             .with_structured_output(self.native_output);
-        crate::models::info(&self.client.config().provider, &self.model, supports)
+        // The price table knows OpenAI's models under `openai`, whichever API serves them.
+        let info = crate::models::info("openai", &self.model, supports);
+        let mut info = crate::models::priced(info, self.prices);
+        info.provider.clone_from(&self.client.config().provider);
+        info
     }
 }

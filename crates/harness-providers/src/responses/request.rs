@@ -32,8 +32,9 @@ impl OpenAiResponses {
             .count();
         let (system, rest) = request.messages.split_at(leading);
         let mut include = Vec::new();
-        if !self.store {
-            // Without it a reasoning model's chain cannot be sent back: nothing is stored.
+        // Without it a reasoning model's chain cannot be sent back when nothing is stored;
+        // a model that does not reason refuses it.
+        if !self.store && (self.reasons || settings.reasoning.is_some()) {
             include.push("reasoning.encrypted_content");
         }
         for tool in hosted {
@@ -71,6 +72,11 @@ impl OpenAiResponses {
                 .map(|output| TextWire {
                     format: Format::new(output),
                 }),
+            prompt_cache_key: settings.prompt_cache.and_then(|cache| cache.key.as_deref()),
+            prompt_cache_retention: settings
+                .prompt_cache
+                .and_then(|cache| cache.retention)
+                .map(harness_core::CacheRetention::as_str),
             store: self.store,
             include,
             stream: stream.then_some(true),
@@ -105,6 +111,10 @@ pub(super) struct Body<'a> {
     reasoning: Option<ReasoningWire>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<TextWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     store: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     include: Vec<&'static str>,
@@ -415,16 +425,14 @@ impl Serialize for ContentWire<'_> {
 
 /// One input part: text, an image (a URL or a `data:` URL) or a file.
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-#[allow(clippy::enum_variant_names)] // the API's own type names
+#[serde(tag = "type")]
 enum InputPart<'a> {
-    InputText {
-        text: &'a str,
-    },
-    InputImage {
-        image_url: DataUrl<'a>,
-    },
-    InputFile {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image { image_url: DataUrl<'a> },
+    #[serde(rename = "input_file")]
+    File {
         filename: &'a str,
         file_data: DocumentUrl<'a>,
     },
@@ -433,11 +441,11 @@ enum InputPart<'a> {
 impl<'a> InputPart<'a> {
     fn of(block: &'a Block) -> Option<Self> {
         match block {
-            Block::Text(t) if !t.text.is_empty() => Some(Self::InputText { text: &t.text }),
-            Block::Image(image) => Some(Self::InputImage {
+            Block::Text(t) if !t.text.is_empty() => Some(Self::Text { text: &t.text }),
+            Block::Image(image) => Some(Self::Image {
                 image_url: DataUrl(image.source()),
             }),
-            Block::Document(doc) => Some(Self::InputFile {
+            Block::Document(doc) => Some(Self::File {
                 filename: doc.name.as_deref().unwrap_or("document"),
                 file_data: DocumentUrl(doc),
             }),

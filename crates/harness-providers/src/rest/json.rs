@@ -157,8 +157,8 @@ pub fn clip(text: &str) -> String {
 }
 
 /// The type and message of a vendor's error object (`{"type"|"status"|"code", "message"}`,
-/// as OpenAI, Anthropic, Gemini and llama.cpp send it), or the text of an error given as a
-/// plain string.
+/// as OpenAI, Anthropic, Gemini and llama.cpp send it; Cohere's `error_type`), or the text of
+/// an error given as a plain string.
 pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
     if let Value::String(message) = error {
         return (None, Some(message.clone()));
@@ -184,6 +184,7 @@ pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
     let kind = text("type")
         .or_else(|| status(true))
         .or_else(|| text("code"))
+        .or_else(|| text("error_type"))
         .or_else(aws)
         .or_else(|| status(false));
     (kind, text("message"))

@@ -55,11 +55,13 @@ mod extra;
 mod http;
 pub mod json;
 mod sse;
-mod stream;
+pub(crate) mod stream;
 mod tls;
 
 pub use auth::{Authenticate, BearerToken, Outgoing, TokenSource};
 pub use extra::{WithExtra, with_extra};
+#[cfg(feature = "bedrock")]
+pub(crate) use http::error_chain;
 pub use http::{HttpClient, HttpConfig, RetryPolicy};
 pub use json::Vendor;
 pub use sse::{SseDecoder, SseEvent};

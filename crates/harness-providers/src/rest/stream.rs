@@ -1,5 +1,6 @@
-//! The stream driver: POST a body, then read the SSE answer into [`LlmEvent`]s through the
-//! vendor's [`Accumulator`].
+//! The stream driver: POST a body, then read the answer's events into [`LlmEvent`]s through
+//! the vendor's [`Accumulator`]. Events are cut from the body by a [`Framing`]: server-sent
+//! events ([`SseDecoder`]) for most vendors, AWS's binary event stream for Bedrock.
 //!
 //! A stream is an answer only when it is whole: the reader ends it with a typed
 //! [`ProviderError`] when the body breaks off, goes silent past the idle timeout, runs past
@@ -81,6 +82,68 @@ pub trait Accumulator: Send {
     }
 }
 
+/// How a streamed body is cut into events: server-sent events, or another framing (AWS's
+/// binary event stream). Each event reaches the vendor's accumulator as an [`SseEvent`]: its
+/// type and its data.
+pub(crate) trait Framing: Send {
+    /// The content type a body of this framing is labelled with (for a recorded body).
+    const CONTENT_TYPE: &'static str;
+
+    /// Reads a chunk of the body, handing every event it completes, or the error that makes
+    /// the rest unreadable, to `on_event`.
+    fn feed(&mut self, chunk: &[u8], on_event: &mut impl FnMut(Framed<'_>));
+
+    /// The body ended: anything still held is handed on, or reported as cut.
+    fn finish(&mut self, on_event: &mut impl FnMut(Framed<'_>));
+
+    /// How many bytes the framing holds (or, having read an event's declared length, must
+    /// hold) for an event not yet complete; the reader caps it.
+    fn buffered(&self) -> usize;
+}
+
+/// What a [`Framing`] hands on: an event, or the error that ends the stream.
+pub(crate) type Framed<'e> = std::result::Result<SseEvent<'e>, FrameError>;
+
+/// Why a framing cannot go on.
+#[derive(Debug)]
+// Used by the Bedrock provider (feature `bedrock`).
+#[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+pub(crate) enum FrameError {
+    /// Bytes that are not a frame (a checksum that does not match, lengths that do not add
+    /// up): what is wrong.
+    Corrupt(String),
+    /// The body ended with this many bytes of a frame not yet complete.
+    Cut(usize),
+    /// The service's own error, sent in the stream.
+    Exception {
+        /// Its type, such as `throttlingException`.
+        error_type: String,
+        /// Its message, when it gave one.
+        message: Option<String>,
+        /// The frame's payload, to quote.
+        body: String,
+    },
+}
+
+impl Framing for SseDecoder {
+    const CONTENT_TYPE: &'static str = "text/event-stream";
+
+    #[inline]
+    fn feed(&mut self, chunk: &[u8], on_event: &mut impl FnMut(Framed<'_>)) {
+        SseDecoder::feed(self, chunk, |event| on_event(Ok(event)));
+    }
+
+    #[inline]
+    fn finish(&mut self, on_event: &mut impl FnMut(Framed<'_>)) {
+        SseDecoder::finish(self, |event| on_event(Ok(event)));
+    }
+
+    #[inline]
+    fn buffered(&self) -> usize {
+        SseDecoder::buffered(self)
+    }
+}
+
 /// A response body as a stream of chunks.
 pub(crate) type Body<'a> = BoxStream<'a, reqwest::Result<Bytes>>;
 
@@ -154,18 +217,38 @@ where
     A: Accumulator + 'static,
     B: Serialize + ?Sized,
 {
-    start(client, path, body, accumulator)
+    start(client, path, body, accumulator, SseDecoder::new())
 }
 
-fn start<'a, A, B>(
+/// [`stream`] with the body's events cut by `framing` rather than read as server-sent events.
+// Used by the Bedrock provider (feature `bedrock`).
+#[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+pub(crate) fn stream_framed<A, B, F>(
     client: Arc<HttpClient>,
     path: &str,
     body: &B,
     accumulator: A,
+    framing: F,
+) -> BoxStream<'static, Result<LlmEvent>>
+where
+    A: Accumulator + 'static,
+    B: Serialize + ?Sized,
+    F: Framing + 'static,
+{
+    start(client, path, body, accumulator, framing)
+}
+
+fn start<'a, A, B, F>(
+    client: Arc<HttpClient>,
+    path: &str,
+    body: &B,
+    accumulator: A,
+    framing: F,
 ) -> BoxStream<'a, Result<LlmEvent>>
 where
     A: Accumulator + 'a,
     B: Serialize + ?Sized,
+    F: Framing + 'a,
 {
     let payload = match client.payload(path, body) {
         Ok(payload) => payload,
@@ -181,6 +264,7 @@ where
             client,
             request,
             accumulator,
+            framing,
         },
     })
 }
@@ -207,27 +291,28 @@ type Request<'a> = Pin<Box<dyn Future<Output = Result<Streaming>> + Send + 'a>>;
 /// The stream [`stream`] returns: the request, then its body read item by item. A
 /// hand-written stream rather than an `unfold` over an async step: each item is one poll of
 /// the reader, with no future built, moved and dropped per item.
-struct Streamed<'a, A> {
-    phase: Phase<'a, A>,
+struct Streamed<'a, A, F> {
+    phase: Phase<'a, A, F>,
 }
 
-enum Phase<'a, A> {
+enum Phase<'a, A, F> {
     Start {
         client: Arc<HttpClient>,
         request: Request<'a>,
         accumulator: A,
+        framing: F,
     },
     // Boxed: while thousands of streams wait for their answers to start, each holds only
     // what the wait needs, not the reader's buffers and state.
-    Reading(Box<Reader<'a, A>>),
+    Reading(Box<Reader<'a, A, F>>),
     Done,
 }
 
 // Nothing is pinned in place: the request is pinned in its own box, the reader's body and
 // timer in theirs, and the accumulator is only ever used through `&mut`.
-impl<A> Unpin for Streamed<'_, A> {}
+impl<A, F> Unpin for Streamed<'_, A, F> {}
 
-impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
+impl<'a, A: Accumulator + 'a, F: Framing + 'a> futures_util::Stream for Streamed<'a, A, F> {
     type Item = Result<LlmEvent>;
 
     fn poll_next(
@@ -240,6 +325,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             let Phase::Start {
                 client,
                 mut accumulator,
+                framing,
                 ..
             } = std::mem::replace(&mut this.phase, Phase::Done)
             else {
@@ -247,7 +333,7 @@ impl<'a, A: Accumulator + 'a> futures_util::Stream for Streamed<'a, A> {
             };
             match started {
                 Ok(streaming) => {
-                    let reader = open(&client, streaming, accumulator);
+                    let reader = open(&client, streaming, accumulator, framing);
                     this.phase = Phase::Reading(Box::new(reader));
                 }
                 Err(e) => {
@@ -275,6 +361,19 @@ pub fn decode<A: Accumulator>(
     accumulator: A,
     body: &[u8],
     chunk: usize,
+    emit: impl FnMut(LlmEvent),
+) -> Result<CompletionResponse> {
+    decode_framed(accumulator, SseDecoder::new(), body, chunk, emit)
+}
+
+/// [`decode`] with the body's events cut by `framing`.
+// Used by the Bedrock provider (feature `bedrock`).
+#[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+pub(crate) fn decode_framed<A: Accumulator, F: Framing>(
+    accumulator: A,
+    framing: F,
+    body: &[u8],
+    chunk: usize,
     mut emit: impl FnMut(LlmEvent),
 ) -> Result<CompletionResponse> {
     let chunks: Vec<reqwest::Result<Bytes>> = body
@@ -285,9 +384,11 @@ pub fn decode<A: Accumulator>(
         Source::Named("recorded"),
         Incoming::events(
             "the recorded body",
+            F::CONTENT_TYPE,
             futures_util::stream::iter(chunks).boxed(),
         ),
         accumulator,
+        framing,
         Limits {
             idle: None,
             total: None,
@@ -317,7 +418,7 @@ pub fn decode<A: Accumulator>(
     }
 }
 
-fn open<'a, A: Accumulator + 'a>(
+fn open<'a, A: Accumulator + 'a, F: Framing + 'a>(
     client: &Arc<HttpClient>,
     Streaming {
         response,
@@ -326,7 +427,8 @@ fn open<'a, A: Accumulator + 'a>(
         timer,
     }: Streaming,
     accumulator: A,
-) -> Reader<'a, A> {
+    framing: F,
+) -> Reader<'a, A, F> {
     let config = client.config();
     let content_type = response
         .headers()
@@ -344,6 +446,7 @@ fn open<'a, A: Accumulator + 'a>(
         Source::Client(client.clone()),
         incoming,
         accumulator,
+        framing,
         Limits {
             idle: Some(config.idle_timeout),
             total: config.stream_timeout,
@@ -352,15 +455,15 @@ fn open<'a, A: Accumulator + 'a>(
     )
 }
 
-/// Reads one streamed body into events: the SSE decoder, the vendor's accumulator, and the
+/// Reads one streamed body into events: the framing, the vendor's accumulator, and the
 /// checks that make a broken stream an error rather than a short answer.
-pub(crate) struct Reader<'a, A> {
+pub(crate) struct Reader<'a, A, F = SseDecoder> {
     /// Whose stream it is, for errors.
     source: Source<'a>,
     url: String,
     content_type: Option<HeaderValue>,
     body: Body<'a>,
-    decoder: SseDecoder,
+    decoder: F,
     accumulator: A,
     queue: VecDeque<Result<LlmEvent>>,
     limits: Limits,
@@ -401,10 +504,10 @@ struct Incoming<'a> {
 
 impl<'a> Incoming<'a> {
     /// An event stream from no request: a recorded body, a test's.
-    fn events(url: &str, body: Body<'a>) -> Self {
+    fn events(url: &str, content_type: &'static str, body: Body<'a>) -> Self {
         Self {
             url: url.to_owned(),
-            content_type: Some(HeaderValue::from_static("text/event-stream")),
+            content_type: Some(HeaderValue::from_static(content_type)),
             body,
             permit: None,
             timer: None,
@@ -412,8 +515,14 @@ impl<'a> Incoming<'a> {
     }
 }
 
-impl<'a, A: Accumulator> Reader<'a, A> {
-    fn new(source: Source<'a>, incoming: Incoming<'a>, accumulator: A, limits: Limits) -> Self {
+impl<'a, A: Accumulator, F: Framing> Reader<'a, A, F> {
+    fn new(
+        source: Source<'a>,
+        incoming: Incoming<'a>,
+        accumulator: A,
+        decoder: F,
+        limits: Limits,
+    ) -> Self {
         let Incoming {
             url,
             content_type,
@@ -445,7 +554,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             url,
             content_type,
             body,
-            decoder: SseDecoder::new(),
+            decoder,
             accumulator,
             queue: VecDeque::new(),
             limits,
@@ -513,7 +622,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
                     let open_event = self.decoder.buffered() > 0;
                     let queued = self.queue.len();
                     self.take_events(None);
-                    if open_event && self.queue.len() > queued {
+                    if open_event && self.events > 0 && self.queue.len() > queued {
                         self.mark_cut_mid_event();
                     }
                     if !self.queue.back().is_some_and(Result::is_err) {
@@ -650,12 +759,24 @@ impl<'a, A: Accumulator> Reader<'a, A> {
     fn take_events(&mut self, chunk: Option<&[u8]>) {
         let (accumulator, queue, events) =
             (&mut self.accumulator, &mut self.queue, &mut self.events);
-        let mut read = |event: SseEvent<'_>| {
+        let mut broken: Option<FrameError> = None;
+        let mut read = |event: Framed<'_>| {
+            // An error already ends the stream.
+            if broken.is_some() || queue.back().is_some_and(Result::is_err) {
+                return;
+            }
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    broken = Some(error);
+                    return;
+                }
+            };
             // JSON's whitespace is ASCII; `trim()`'s Unicode tables are a function of their
             // own, fetched again for every event (docs/performance.md).
             let data = event.data.trim_ascii();
-            // An error already ends the stream; a priming event (empty data) says nothing.
-            if data.is_empty() || queue.back().is_some_and(Result::is_err) {
+            // A priming event (empty data) says nothing.
+            if data.is_empty() {
                 return;
             }
             *events += 1;
@@ -672,6 +793,68 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             Some(bytes) => self.decoder.feed(bytes, &mut read),
             None => self.decoder.finish(&mut read),
         }
+        if let Some(error) = broken {
+            if let Some(bytes) = chunk.filter(|_| self.events == 0) {
+                // Quoted by the error: the body is not an event stream.
+                let take = HEAD_BYTES.saturating_sub(self.head.len()).min(bytes.len());
+                self.head.extend_from_slice(&bytes[..take]);
+            }
+            let error = self.frame_failure(error);
+            self.queue.push_back(Err(error));
+        }
+    }
+
+    /// A framing's error as the stream's.
+    fn frame_failure(&self, error: FrameError) -> Error {
+        match error {
+            FrameError::Corrupt(what) if self.events == 0 => self.no_events(Some(&what)),
+            FrameError::Cut(held) if self.events == 0 => {
+                let error = self.no_events(None);
+                // Bytes that may be a frame's start, cut short: incomplete, as a first SSE
+                // event cut in its middle is; the vendor's JSON error stays what it is.
+                if error
+                    .provider()
+                    .is_some_and(|p| p.kind() == ProviderErrorKind::Malformed)
+                {
+                    return self.failure(
+                        ProviderErrorKind::Incomplete,
+                        format!(
+                            "the stream from {} ended in the middle of its first event ({held} \
+                             bytes of a frame): the answer is incomplete (a dropped connection \
+                             or a proxy that cut the body)",
+                            self.url
+                        ),
+                    );
+                }
+                error
+            }
+            FrameError::Corrupt(what) => self.failure(
+                ProviderErrorKind::Malformed,
+                format!("the stream from {} sent a corrupt frame: {what}", self.url),
+            ),
+            FrameError::Cut(held) => self.failure(
+                ProviderErrorKind::Incomplete,
+                format!(
+                    "the stream from {} ended in the middle of an event ({held} bytes of a \
+                     frame): the answer is incomplete (a dropped connection or a proxy that \
+                     cut the body)",
+                    self.url
+                ),
+            ),
+            FrameError::Exception {
+                error_type,
+                message,
+                body,
+            } => {
+                let message = message
+                    .unwrap_or_else(|| format!("the stream from {} sent {error_type}", self.url));
+                ProviderError::new(self.source.provider(), message)
+                    .with_kind(ProviderErrorKind::Vendor)
+                    .with_error_type(error_type)
+                    .with_body(&body)
+                    .into()
+            }
+        }
     }
 
     /// The body ended: an event stream gives the accumulator's turn (or its complaint that
@@ -683,21 +866,27 @@ impl<'a, A: Accumulator> Reader<'a, A> {
                 .finish()
                 .map(|turn| LlmEvent::Completed(Box::new(turn)));
         }
+        Err(self.no_events(None))
+    }
+
+    /// The error of a body in which no event was found: empty, the vendor's JSON error
+    /// object, or not an event stream at all (`why`, when the framing said).
+    fn no_events(&self, why: Option<&str>) -> Error {
         if self.head.is_empty() {
-            return Err(self.failure(
+            return self.failure(
                 ProviderErrorKind::Incomplete,
                 format!("the stream from {} ended before its first event", self.url),
-            ));
+            );
         }
         // A gateway that answers a stream request with its JSON error object, status 200.
         if let Ok(value) = serde_json::from_slice::<Value>(&self.head)
             && let Some(error) = value.get("error").filter(|e| !e.is_null())
         {
-            return Err(json::vendor_error(
+            return json::vendor_error(
                 Vendor::new(self.source.provider(), self.source.provider()),
                 error,
                 &String::from_utf8_lossy(&self.head),
-            ));
+            );
         }
         let excerpt = String::from_utf8_lossy(&self.head).into_owned();
         let content_type = self
@@ -706,10 +895,11 @@ impl<'a, A: Accumulator> Reader<'a, A> {
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
             .unwrap_or("none");
+        let why = why.map(|why| format!(" ({why})")).unwrap_or_default();
         let error = ProviderError::new(
             self.source.provider(),
             format!(
-                "the response from {} is not an event stream (Content-Type: {content_type}); \
+                "the response from {} is not an event stream (Content-Type: {content_type}){why}; \
                  it begins: {}",
                 self.url,
                 excerpt.chars().take(120).collect::<String>()
@@ -717,7 +907,7 @@ impl<'a, A: Accumulator> Reader<'a, A> {
         )
         .with_kind(ProviderErrorKind::Malformed)
         .with_body(&excerpt);
-        Err(error.into())
+        error.into()
     }
 }
 
@@ -794,8 +984,9 @@ mod tests {
     fn reader(body: Body<'static>, limits: Limits) -> Reader<'static, Plain> {
         Reader::new(
             Source::Named("plain"),
-            Incoming::events("http://test/chat", body),
+            Incoming::events("http://test/chat", "text/event-stream", body),
             Plain::default(),
+            SseDecoder::new(),
             limits,
         )
     }
@@ -878,9 +1069,15 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(waited)).await;
         let incoming = Incoming {
             timer: Some(timer),
-            ..Incoming::events("http://test/chat", body)
+            ..Incoming::events("http://test/chat", "text/event-stream", body)
         };
-        Reader::new(Source::Named("plain"), incoming, Plain::default(), limits)
+        Reader::new(
+            Source::Named("plain"),
+            incoming,
+            Plain::default(),
+            SseDecoder::new(),
+            limits,
+        )
     }
 
     #[tokio::test(start_paused = true)]

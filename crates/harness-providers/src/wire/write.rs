@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use harness_core::{
-    Block, Content, Document, HostedTool, ImageSource, Message, ModelSettings, ReasoningLevel,
-    Role, ToolChoice,
+    Block, Content, Document, HostedTool, ImageSource, Message, ModelSettings, PromptCache,
+    ReasoningLevel, Role, ToolChoice,
 };
 use serde_json::{Map, Value};
 
@@ -22,6 +22,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) parallel_tool_calls: Option<bool>,
     pub(crate) reasoning: Option<ReasoningLevel>,
+    /// How the request uses the vendor's prompt cache: the narrow side's whole, else the
+    /// broad side's.
+    pub(crate) prompt_cache: Option<&'a PromptCache>,
     /// Tools the vendor runs itself; only the Responses API sends them.
     pub(crate) hosted_tools: &'a [HostedTool],
     /// The vendor fields of both, the narrow side's winning per key.
@@ -42,6 +45,7 @@ impl<'a> Settings<'a> {
             tool_choice: narrow.tool_choice.as_ref().or(broad.tool_choice.as_ref()),
             parallel_tool_calls: narrow.parallel_tool_calls.or(broad.parallel_tool_calls),
             reasoning: narrow.reasoning.or(broad.reasoning),
+            prompt_cache: narrow.prompt_cache.as_ref().or(broad.prompt_cache.as_ref()),
             hosted_tools: if narrow.hosted_tools.is_empty() {
                 &broad.hosted_tools
             } else {

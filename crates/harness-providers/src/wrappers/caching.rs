@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result, replay,
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result, TokenCount, replay,
 };
 use serde_json::Value;
 
@@ -200,5 +200,10 @@ impl<M: Llm> Llm for Caching<M> {
     /// The model underneath's.
     fn info(&self) -> ModelInfo {
         self.inner.info()
+    }
+
+    /// The model underneath's count (counts are not cached).
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        self.inner.count_tokens(request).await
     }
 }

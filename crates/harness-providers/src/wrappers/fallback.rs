@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use harness_core::{
     BoxStream, CompletionResponse, Error, Llm, LlmEvent, ModelInfo, OwnedRequest, ProviderError,
-    Request, Result,
+    Request, Result, TokenCount,
 };
 
 type Predicate = dyn Fn(&Error) -> bool + Send + Sync;
@@ -166,17 +166,35 @@ impl Llm for Fallback {
 
     /// The first model's, holding it to an output schema only when every model of the
     /// chain takes one natively (the request is the same for whichever answers), and
-    /// claiming what every model supports.
+    /// claiming what every model supports. Its prices are each the highest of the chain's,
+    /// so a run is never priced under what it may have cost whichever model answered (a
+    /// money budget stays a bound); with any model unpriced, none (a money budget then fails
+    /// closed: give that model prices).
     fn info(&self) -> ModelInfo {
         let mut info = self.models[0].info();
         for model in &self.models[1..] {
-            let other = model.info().supports;
+            let other = model.info();
             let supports = &mut info.supports;
-            supports.tools &= other.tools;
-            supports.images &= other.images;
-            supports.structured_output &= other.structured_output;
-            supports.reasoning &= other.reasoning;
+            supports.tools &= other.supports.tools;
+            supports.images &= other.supports.images;
+            supports.structured_output &= other.supports.structured_output;
+            supports.reasoning &= other.supports.reasoning;
+            info.prices = match (info.prices, other.prices) {
+                (Some(mut prices), Some(other)) => {
+                    prices.input = prices.input.max(other.input);
+                    prices.output = prices.output.max(other.output);
+                    prices.cache_read = prices.cache_read.max(other.cache_read);
+                    prices.cache_write = prices.cache_write.max(other.cache_write);
+                    Some(prices)
+                }
+                _ => None,
+            };
         }
         info
+    }
+
+    /// The first model's count: the model that answers unless it fails.
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        self.models[0].count_tokens(request).await
     }
 }

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use harness_core::{BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result};
+use harness_core::{
+    BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, Request, Result, TokenCount,
+};
 
 struct Bucket {
     tokens: f64,
@@ -126,5 +128,10 @@ impl<M: Llm> Llm for RateLimited<M> {
     /// The model underneath's.
     fn info(&self) -> ModelInfo {
         self.inner.info()
+    }
+
+    /// The model underneath's count, not held to the interval: counting is not a model call, and vendors limit their counting endpoints apart.
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        self.inner.count_tokens(request).await
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use harness_core::{
     BoxStream, CompletionResponse, Llm, LlmEvent, ModelInfo, OwnedRequest, Request, Result,
+    TokenCount,
 };
 
 /// Re-asks when a turn has no text and no tool calls, up to `retries` times, waiting
@@ -133,5 +134,10 @@ impl<M: Llm> Llm for Retrying<M> {
     /// The model underneath's.
     fn info(&self) -> ModelInfo {
         self.inner.info()
+    }
+
+    /// The model underneath's count.
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        self.inner.count_tokens(request).await
     }
 }

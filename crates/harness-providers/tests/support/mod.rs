@@ -303,12 +303,9 @@ pub enum Vendor {
     OpenAi,
     Anthropic,
     Gemini,
+    Cohere,
     /// The OpenAI Responses API.
     Responses,
-    /// Azure OpenAI's Chat Completions (OpenAI's format at Azure's URLs).
-    Azure,
-    /// Azure OpenAI's Responses API.
-    AzureResponses,
 }
 
 impl Vendor {
@@ -336,6 +333,13 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
+            Self::Cohere => Arc::new(
+                harness_providers::Cohere::builder("m")
+                    .api_key("k")
+                    .base_url(url)
+                    .build()
+                    .unwrap(),
+            ),
             Self::Responses => Arc::new(
                 harness_providers::OpenAiResponses::builder("m")
                     .api_key("k")
@@ -343,26 +347,27 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
-            Self::Azure => Arc::new(Self::azure(url).chat("m").unwrap()),
-            Self::AzureResponses => Arc::new(Self::azure(url).responses("m").unwrap()),
         }
     }
+}
 
-    /// The wire format the vendor speaks (a cloud's models speak their vendor's).
-    pub fn wire(self) -> Self {
-        match self {
-            Self::Azure => Self::OpenAi,
-            Self::AzureResponses => Self::Responses,
-            other => other,
-        }
+/// One frame of AWS's event stream (Bedrock's ConverseStream) with string headers, written by
+/// AWS's own encoder.
+pub fn eventstream_frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let mut message = Message::new(bytes::Bytes::copy_from_slice(payload));
+    for (name, value) in headers {
+        message = message.add_header(Header::new(
+            (*name).to_owned(),
+            HeaderValue::String((*value).to_owned().into()),
+        ));
     }
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+    out
+}
 
-    /// An Azure OpenAI connection with `url` as the resource's endpoint, with a key.
-    fn azure(url: &str) -> harness_providers::AzureOpenAi {
-        harness_providers::AzureOpenAi::builder()
-            .endpoint(url)
-            .api_key("k")
-            .build()
-            .unwrap()
-    }
+/// The CRC32 an event-stream frame's prelude and message carry.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
 }
