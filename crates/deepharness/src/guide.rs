@@ -33,6 +33,13 @@ pub mod openai_responses {
     #![doc = include_str!("../guide/openai-responses.md")]
 }
 
+/// Azure OpenAI: endpoints, deployments and API versions, keys and Microsoft Entra ID, the
+/// environment, what each API does there, content filters.
+#[cfg(feature = "providers")]
+pub mod azure {
+    #![doc = include_str!("../guide/azure.md")]
+}
+
 /// Google Vertex AI: a connection handing out Gemini and Claude models, credentials
 /// (Application Default Credentials with feature `vertex`), project and location, model
 /// names.

@@ -94,6 +94,8 @@ pub use harness_core::{Agent, AgentEvent, AgentState, Budget, Ctx, Error, Llm, M
 pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
+#[cfg(feature = "providers")]
+pub use harness_providers::AzureOpenAi;
 #[cfg(feature = "bedrock")]
 pub use harness_providers::Bedrock;
 #[cfg(feature = "providers")]
@@ -193,6 +195,10 @@ pub mod providers {
     };
     pub use harness_core::{CacheRetention, CacheTtl, Cost, Prices, PromptCache, TokenCount, Usd};
     pub use harness_core::{HostedCall, HostedTool};
+    #[cfg(feature = "providers")]
+    pub use harness_providers::AzureOpenAiBuilder;
+    #[cfg(feature = "azure-identity")]
+    pub use harness_providers::EntraId;
     #[cfg(feature = "providers")]
     pub use harness_providers::OpenAiResponsesBuilder;
     #[cfg(feature = "providers")]

@@ -22,6 +22,8 @@ pub(crate) fn provider_name(id: &str) -> &str {
         "gemini" | "google" => "gcp.gemini",
         // One service, two of its APIs.
         "openai-responses" => "openai",
+        // Azure OpenAI, through either API.
+        "azure" | "azure-responses" => "azure.ai.openai",
         "vertex" => "gcp.vertex_ai",
         "bedrock" => "aws.bedrock",
         "mistral" => "mistral_ai",
@@ -196,6 +198,8 @@ mod provider_name_tests {
         assert_eq!(super::provider_name("vertex"), "gcp.vertex_ai");
         assert_eq!(super::provider_name("bedrock"), "aws.bedrock");
         assert_eq!(super::provider_name("openai-responses"), "openai");
+        assert_eq!(super::provider_name("azure"), "azure.ai.openai");
+        assert_eq!(super::provider_name("azure-responses"), "azure.ai.openai");
         assert_eq!(super::provider_name("gemini"), "gcp.gemini");
         assert_eq!(super::provider_name("groq"), "groq");
     }

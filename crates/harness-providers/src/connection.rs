@@ -73,7 +73,9 @@ impl Connection {
     }
 }
 
-/// The connection setters of a provider builder with a `connection: Connection` field.
+/// The connection setters of a provider builder with a `connection: Connection` field: all
+/// of them, or (`limits`) all but the key and the base URL, for a builder that takes those
+/// in its own terms.
 macro_rules! connection_setters {
     () => {
         $crate::connection::connection_setters!(
@@ -95,6 +97,9 @@ macro_rules! connection_setters {
             self
         }
 
+        $crate::connection::connection_setters!(limits);
+    };
+    (limits) => {
         /// At most this many requests in flight, held across retries and for a stream's
         /// whole body.
         pub fn max_concurrency(mut self, n: usize) -> Self {

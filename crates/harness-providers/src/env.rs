@@ -6,9 +6,10 @@ use std::time::Duration;
 use harness_core::testing::TestModel;
 use harness_core::{Error, Llm, Result};
 
+use crate::azure;
 use crate::openai::{OpenAiBuilder, env_nonempty};
 use crate::services::{SERVICES, Service, service};
-use crate::{Anthropic, Cohere, Gemini, OpenAiResponses, Vertex};
+use crate::{Anthropic, AzureOpenAi, Cohere, Gemini, OpenAiResponses, Vertex};
 
 /// The model [`model_from_env`] chose, and why.
 #[derive(Clone)]
@@ -75,8 +76,11 @@ fn local() -> impl Iterator<Item = (&'static Service, u16)> {
 }
 
 /// Builds a model from a `provider:model` string: `openai:gpt-4o-mini`,
-/// `openai-responses:gpt-5` (the Responses API), `anthropic:claude-3-5-haiku-latest`,
-/// `gemini:gemini-2.5-flash`, `cohere:command-a-03-2025`, `groq:...`, `together:...`,
+/// `openai-responses:gpt-5` (the Responses API), `azure:<deployment>` and
+/// `azure-responses:<deployment>` (Azure OpenAI's Chat Completions and Responses API, the
+/// resource from `AZURE_OPENAI_ENDPOINT`; see [`AzureOpenAi::new`]),
+/// `anthropic:claude-3-5-haiku-latest`, `gemini:gemini-2.5-flash`,
+/// `cohere:command-a-03-2025`, `groq:...`, `together:...`,
 /// `deepseek:...`, `mistral:...`, `xai:...`, `openrouter:...`, `fireworks:...`,
 /// `cerebras:...`, `ollama:...`, `vllm:...`, `lmstudio:...`, `llamacpp:...`, or `test`;
 /// `vertex:gemini-2.5-flash` and `vertex:claude-sonnet-4@20250514` on Google Vertex AI
@@ -103,6 +107,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
         "gemini" | "google" => Ok(Arc::new(Gemini::new(model)?)),
         "cohere" => Ok(Arc::new(Cohere::new(model)?)),
         "openai-responses" => Ok(Arc::new(OpenAiResponses::new(model)?)),
+        azure::CHAT_ID => Ok(Arc::new(AzureOpenAi::new()?.chat(model)?)),
+        azure::RESPONSES_ID => Ok(Arc::new(AzureOpenAi::new()?.responses(model)?)),
         "vertex" if model.starts_with("claude") => Ok(Arc::new(Vertex::new()?.anthropic(model)?)),
         "vertex" => Ok(Arc::new(Vertex::new()?.gemini(model)?)),
         #[cfg(feature = "bedrock")]
@@ -120,6 +126,7 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
                     "vertex",
                 ]
                 .into_iter()
+                .chain([azure::CHAT_ID, azure::RESPONSES_ID])
                 .chain(cfg!(feature = "bedrock").then_some("bedrock"))
                 .chain(SERVICES.iter().map(|service| service.id))
                 .collect();
@@ -134,8 +141,8 @@ pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Llm>> {
 
 /// Where [`model_from_env`] looks, in order, for the message when it finds nothing.
 fn looked_for() -> String {
-    #[allow(unused_mut)] // pushed to with the `bedrock` feature
     let mut keys: Vec<&str> = keyed().map(|(var, _, _)| var).collect();
+    keys.push(azure::ENDPOINT_VAR);
     #[cfg(feature = "bedrock")]
     keys.push("AWS_REGION with AWS credentials or AWS_BEARER_TOKEN_BEDROCK");
     let servers: Vec<String> = local()
@@ -152,8 +159,13 @@ fn looked_for() -> String {
 ///
 /// 1. `DEEPHARNESS_MODEL`, a `provider:model` string (see [`model_from_spec`]);
 /// 2. else the first provider whose API key is set (OpenAI, Anthropic, Gemini, Cohere, then
-///    the gateways), with a small default model; after them, with the `vertex` feature, Gemini
-///    on Vertex AI when `GOOGLE_CLOUD_PROJECT` is set (Application Default Credentials);
+///    the gateways), with a small default model; then Azure OpenAI when
+///    `AZURE_OPENAI_ENDPOINT` is set with `AZURE_OPENAI_API_KEY` (or, with the feature
+///    `azure-identity`, alone): `azure:<deployment>`, the deployment from
+///    `AZURE_OPENAI_DEPLOYMENT` (default `gpt-4o-mini`); then, with the `bedrock` feature,
+///    Bedrock when a region and AWS credentials are in the environment; then, with the
+///    `vertex` feature, Gemini on Vertex AI when `GOOGLE_CLOUD_PROJECT` is set (Application
+///    Default Credentials);
 /// 3. else a local server that answers on loopback (Ollama, llama.cpp, LM Studio, vLLM, asked
 ///    at once, each given under a second), with the first model it lists.
 ///
@@ -203,6 +215,16 @@ async fn found_in_env() -> Result<Option<ModelChoice>> {
                 ),
             }));
         }
+    }
+    if let Some(deployment) = azure::configured_deployment() {
+        let spec = format!("{}:{deployment}", azure::CHAT_ID);
+        return Ok(Some(ModelChoice {
+            model: model_from_spec(&spec)?,
+            reason: format!(
+                "{} is set; using {spec} (set DEEPHARNESS_MODEL to choose)",
+                azure::ENDPOINT_VAR
+            ),
+        }));
     }
     #[cfg(feature = "bedrock")]
     if let Some(choice) = bedrock_from_env()? {

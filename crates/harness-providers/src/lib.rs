@@ -8,6 +8,9 @@
 //!   tools (web search, file search, code interpreter, remote MCP).
 //! - [`Anthropic`]: the Messages API, thinking and its signature, prompt caching.
 //! - [`Gemini`]: `generateContent` and its SSE stream, thought signatures.
+//! - [`AzureOpenAi`]: an Azure OpenAI resource, handing out [`OpenAi`] (Chat Completions)
+//!   and [`OpenAiResponses`] models at its URLs, with an API key or Microsoft Entra ID tokens
+//!   (`EntraId`, feature `azure-identity`).
 //! - [`Cohere`]: the v2 Chat API, tool plans, thinking.
 //! - [`Vertex`]: Google Vertex AI, a connection handing out [`Gemini`] and [`Anthropic`]
 //!   models of a Google Cloud project, with Application Default Credentials (feature
@@ -29,6 +32,7 @@
 #![cfg_attr(not(doctest), doc = include_str!("../GUIDE-providers.md"))]
 
 mod anthropic;
+mod azure;
 #[cfg(feature = "bedrock")]
 mod bedrock;
 mod cohere;
@@ -52,6 +56,9 @@ pub use anthropic::{Anthropic, AnthropicBuilder};
 /// `Credentials::new`, or a provider of your own), at the version this crate uses.
 #[cfg(feature = "bedrock")]
 pub use aws_credential_types;
+#[cfg(feature = "azure-identity")]
+pub use azure::EntraId;
+pub use azure::{AzureOpenAi, AzureOpenAiBuilder};
 #[cfg(feature = "bedrock")]
 pub use bedrock::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace};
 pub use cohere::{Cohere, CohereBuilder};

@@ -396,10 +396,10 @@ async fn a_body_cut_inside_its_json_is_incomplete_and_garbage_is_malformed() {
     }
 }
 
-/// Counts its calls, records what it was shown, and signs each attempt with its number.
 /// A request as the hook saw it: method, URL, headers, body.
 type Seen = (String, String, Vec<(String, String)>, Vec<u8>);
 
+/// Counts its calls, records what it was shown, and signs each attempt with its number.
 #[derive(Debug, Default)]
 struct Signer {
     seen: std::sync::Mutex<Vec<Seen>>,

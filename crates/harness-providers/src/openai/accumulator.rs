@@ -58,6 +58,8 @@ pub(crate) struct ChatAccumulator<'v> {
     finish: Option<FinishReason>,
     /// The vendor's words on a call it refused (see [`refused_call`]).
     finish_message: Option<String>,
+    /// Azure's content filter blocked part of the prompt or the answer.
+    filtered: bool,
     done: bool,
 }
 
@@ -87,6 +89,7 @@ impl<'v> ChatAccumulator<'v> {
             usage: None,
             finish: None,
             finish_message: None,
+            filtered: false,
             done: false,
         }
     }
@@ -179,9 +182,11 @@ impl<'v> ChatAccumulator<'v> {
         if let Some(usage) = chunk.usage.as_deref().and_then(UsageWire::usage) {
             self.usage = Some(usage);
         }
+        self.filtered |= chunk.filtered;
         let Some(choice) = chunk.choices.as_ref().and_then(Few::first) else {
             return;
         };
+        self.filtered |= choice.filtered.0;
         if let Some(reason) = &choice.finish_reason {
             self.finish = Some(finish_reason(reason));
         }
@@ -296,6 +301,11 @@ impl Accumulator for ChatAccumulator<'_> {
                 self.vendor(),
                 "a finish_reason or data: [DONE]",
             ));
+        }
+        // A filter that blocked part of the prompt or answer says so even when the turn
+        // ended otherwise (Azure's asynchronous filter reports after the finish reason).
+        if self.filtered {
+            self.finish = Some(FinishReason::Filtered);
         }
         let mut blocks = Vec::new();
         match self.sealed.take() {

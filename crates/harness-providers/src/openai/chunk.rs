@@ -32,6 +32,8 @@ pub(super) struct Chunk<'a> {
     /// llama.cpp and gateways report a failure as `{"error": ...}`, in a 200 body or
     /// mid-stream.
     pub(super) error: Option<Box<Value>>,
+    /// Whether Azure's filtering of the prompt (`prompt_filter_results`) filtered any of it.
+    pub(super) filtered: bool,
 }
 
 impl<'a> Chunk<'a> {
@@ -75,6 +77,9 @@ pub(super) enum ChunkKey {
     Choices,
     Usage,
     Error,
+    /// Azure's content filtering of the prompt (`prompt_annotations` in older API versions).
+    #[serde(alias = "prompt_annotations")]
+    PromptFilterResults,
     /// Groq's own object, whose `usage` a stream's last chunk carries.
     #[serde(rename = "x_groq")]
     XGroq,
@@ -149,6 +154,11 @@ impl<'de> Visitor<'de> for ChunkSeed<'_, 'de> {
                     seen.once(ChunkKey::Error as u8, "error")?;
                     chunk.error = rare(&mut map)?;
                 }
+                ChunkKey::PromptFilterResults => {
+                    seen.once(ChunkKey::PromptFilterResults as u8, "prompt_filter_results")?;
+                    let filtered: Option<Box<Filtered>> = rare(&mut map)?;
+                    chunk.filtered = filtered.is_some_and(|f| f.0);
+                }
                 ChunkKey::Id | ChunkKey::Model | ChunkKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -193,6 +203,109 @@ pub(super) struct Choice<'a> {
     pub(super) delta: Option<Delta<'a>>,
     #[serde(borrow, default)]
     pub(super) finish_reason: Text<'a>,
+    /// Azure's content filtering of this choice's output (`content_filter_results`).
+    #[serde(default, rename = "content_filter_results")]
+    pub(super) filtered: Filtered,
+}
+
+/// Azure's content-filter results (a choice's `content_filter_results`, a request's
+/// `prompt_filter_results`), read for one thing: whether any category says `"filtered":
+/// true`. The categories (hate, jailbreak, protected material, custom blocklists, ...) and
+/// their shapes vary by API version and configuration, so every `filtered` flag at any depth
+/// counts, and nothing else is kept: `detected` (an annotation) and `severity` do not block.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Filtered(pub(super) bool);
+
+impl<'de> Deserialize<'de> for Filtered {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        deserializer.deserialize_any(FilteredVisitor { flag: false })
+    }
+}
+
+/// Looks for a `filtered: true`; `flag` says the value read is a `filtered` key's own.
+struct FilteredVisitor {
+    flag: bool,
+}
+
+/// The keys of a filter result: `filtered`, and every other.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum FilterKey {
+    Filtered,
+    #[serde(other)]
+    Other,
+}
+
+/// A value under a filter result's key, read with the visitor that key calls for.
+struct FilterSeed {
+    flag: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for FilterSeed {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<bool, D::Error> {
+        deserializer
+            .deserialize_any(FilteredVisitor { flag: self.flag })
+            .map(|f| f.0)
+    }
+}
+
+impl<'de> Visitor<'de> for FilteredVisitor {
+    type Value = Filtered;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("content filter results")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(self.flag && v))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(false))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(false))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(false))
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(false))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Filtered, E> {
+        Ok(Filtered(false))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Filtered, A::Error> {
+        let mut any = false;
+        while let Some(filtered) = seq.next_element_seed(FilterSeed { flag: false })? {
+            any |= filtered;
+        }
+        Ok(Filtered(any))
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> std::result::Result<Filtered, M::Error> {
+        let mut any = false;
+        while let Some(key) = map.next_key::<FilterKey>()? {
+            let flag = matches!(key, FilterKey::Filtered);
+            any |= map.next_value_seed(FilterSeed { flag })?;
+        }
+        Ok(Filtered(any))
+    }
 }
 
 /// A choice's `delta` (or an answer's `message`).
@@ -548,6 +661,51 @@ mod tests {
         let chunk = Chunk::read(data, false).unwrap();
         assert!(chunk.id.is_none() && chunk.model.is_none());
         assert!(chunk.usage.is_some() && chunk.choices.is_some());
+    }
+
+    #[test]
+    fn azure_filter_results_count_only_a_filtered_flag_that_is_true() {
+        let filtered = |json: &str| serde_json::from_str::<Filtered>(json).unwrap().0;
+        // Annotations (`detected`, `severity`) do not block; a `filtered: true` at any depth
+        // does; what is not a filter result says nothing.
+        assert!(!filtered(
+            r#"{"hate":{"filtered":false,"severity":"safe"},"jailbreak":{"filtered":false,"detected":true}}"#
+        ));
+        assert!(filtered(
+            r#"{"hate":{"filtered":false},"self_harm":{"filtered":true,"severity":"medium"}}"#
+        ));
+        assert!(filtered(
+            r#"[{"prompt_index":0,"content_filter_results":{"violence":{"filtered":true}}}]"#
+        ));
+        assert!(filtered(
+            r#"{"custom_blocklists":{"filtered":false,"details":[{"filtered":true,"id":"b"}]}}"#
+        ));
+        for nothing in [
+            "{}",
+            "null",
+            "[]",
+            r#"{"error":{"code":"Timeout","message":"x"}}"#,
+            r#"{"filtered":"yes"}"#,
+            "7",
+        ] {
+            assert!(!filtered(nothing), "{nothing}");
+        }
+        let chunk = Chunk::read(
+            r#"{"choices":[{"content_filter_results":{"sexual":{"filtered":true}},"finish_reason":null,"index":0}],
+              "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}"#,
+            true,
+        )
+        .unwrap();
+        assert!(!chunk.filtered);
+        let choice = chunk.choices.as_ref().and_then(Few::first).unwrap();
+        assert_eq!(choice.filtered, Filtered(true));
+        // The older name of the prompt's results.
+        let chunk = Chunk::read(
+            r#"{"prompt_annotations":[{"content_filter_results":{"hate":{"filtered":true}}}]}"#,
+            true,
+        )
+        .unwrap();
+        assert!(chunk.filtered);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::connection::{Connection, connection_setters};
 use crate::rest::json::Vendor;
-use crate::rest::{self, HttpClient};
+use crate::rest::{self, HttpClient, HttpConfig};
 use crate::services::{self, Service, TokenLimit};
 
 use super::accumulator::{ChatAccumulator, PATH, refused_call};
@@ -48,6 +48,8 @@ use super::accumulator::{ChatAccumulator, PATH, refused_call};
 pub struct OpenAi {
     client: Arc<HttpClient>,
     pub(super) model: String,
+    /// Where requests go, under the base URL (with any query the service needs).
+    path: String,
     /// The service's id, as errors report it (the client's provider).
     pub(super) id: &'static str,
     /// The service's name, for messages.
@@ -121,6 +123,11 @@ impl OpenAi {
 impl OpenAiBuilder {
     connection_setters!();
 
+    /// The model's name as given.
+    pub(crate) fn model_name(&self) -> &str {
+        &self.model
+    }
+
     pub(crate) fn for_service(service: Service, model: String) -> Self {
         Self {
             service,
@@ -173,11 +180,30 @@ impl OpenAiBuilder {
                 .headers
                 .push(("authorization".into(), format!("Bearer {key}")));
         }
+        let vendor = Vendor::new(self.service.id, self.service.name);
+        self.build_with(config, PATH, vendor)
+    }
+
+    /// The model, reached through `config` (its base URL, its authentication, its limits:
+    /// this builder's connection settings are not used) at `path` under the base URL (with
+    /// any query the service needs, such as Azure's `?api-version=...`), its errors saying
+    /// `vendor`: for a service that serves Chat Completions elsewhere. The builder's own
+    /// settings (default settings, structured output, stream usage) are kept.
+    ///
+    /// # Errors
+    /// As [`HttpClient::new`].
+    pub(crate) fn build_with(
+        self,
+        config: HttpConfig,
+        path: impl Into<String>,
+        vendor: Vendor<'static>,
+    ) -> Result<OpenAi> {
         Ok(OpenAi {
             client: Arc::new(HttpClient::new(config)?),
             model: self.model,
-            id: self.service.id,
-            name: self.service.name,
+            path: path.into(),
+            id: vendor.id,
+            name: vendor.name,
             defaults: self.defaults,
             stream_usage: self.stream_usage,
             native_output: self.native_output.unwrap_or(self.service.structured_output),
@@ -198,7 +224,7 @@ impl Llm for OpenAi {
         let body = self.body(&request, false);
         let answer = match self
             .client
-            .post(PATH, &rest::with_extra(&body, &body.extra))
+            .post(&self.path, &rest::with_extra(&body, &body.extra))
             .await
         {
             Ok(answer) => answer,
@@ -214,7 +240,7 @@ impl Llm for OpenAi {
         let body = self.body(&request, true);
         rest::stream(
             Arc::clone(&self.client),
-            PATH,
+            &self.path,
             &rest::with_extra(&body, &body.extra),
             ChatAccumulator::new(self.vendor()),
         )

@@ -136,6 +136,7 @@ impl<'v> ResponsesAccumulator<'v> {
             response.model.as_ref(),
             response.status.as_deref(),
             reason(response.incomplete_details.as_ref()),
+            response.blocked,
             response.usage.as_ref(),
         );
         // An answer without a status says nothing of how it ended.
@@ -263,6 +264,7 @@ impl<'v> ResponsesAccumulator<'v> {
         model: Option<&Str<'_>>,
         status: Option<&str>,
         reason: Option<&str>,
+        blocked: bool,
         usage: Option<&UsageIn>,
     ) {
         keep_first(&mut self.id, id);
@@ -279,6 +281,10 @@ impl<'v> ResponsesAccumulator<'v> {
             },
             _ => FinishReason::Other,
         });
+        // Azure says what its content filters blocked apart from the status.
+        if blocked {
+            self.finish = Some(FinishReason::Filtered);
+        }
         self.ended = true;
     }
 
@@ -352,6 +358,7 @@ impl ResponsesAccumulator<'_> {
                 head.model.as_ref(),
                 head.status.as_deref(),
                 reason(head.incomplete_details.as_ref()),
+                head.blocked,
                 head.usage.as_ref(),
             ),
             None => {
@@ -407,6 +414,8 @@ fn reason<'a>(details: Option<&'a super::events::IncompleteIn<'_>>) -> Option<&'
 }
 
 impl Accumulator for ResponsesAccumulator<'_> {
+    // One match over the API's events, each arm short: split, it would read worse.
+    #[allow(clippy::too_many_lines)]
     fn feed(&mut self, event: SseEvent<'_>, emit: &mut dyn FnMut(LlmEvent)) -> Result<()> {
         let data = event.data;
         let named = event.event != "message";
@@ -469,6 +478,7 @@ impl Accumulator for ResponsesAccumulator<'_> {
                         response.model.as_ref(),
                         response.status.as_deref(),
                         reason(response.incomplete_details.as_ref()),
+                        response.blocked,
                         response.usage.as_ref(),
                     );
                 } else {

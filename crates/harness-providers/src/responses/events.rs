@@ -56,6 +56,9 @@ pub(super) struct ResponseIn<'a> {
     pub(super) error: Option<Value>,
     #[serde(borrow, default)]
     pub(super) incomplete_details: Option<IncompleteIn<'a>>,
+    /// Azure's content filters: whether one blocked the prompt or the answer.
+    #[serde(default, rename = "content_filters", deserialize_with = "blocked")]
+    pub(super) blocked: bool,
     #[serde(default)]
     pub(super) usage: Option<UsageIn>,
     #[serde(borrow, default)]
@@ -82,8 +85,22 @@ pub(super) struct HeadIn<'a> {
     pub(super) status: Text<'a>,
     #[serde(borrow, default)]
     pub(super) incomplete_details: Option<IncompleteIn<'a>>,
+    /// Azure's content filters: whether one blocked the prompt or the answer.
+    #[serde(default, rename = "content_filters", deserialize_with = "blocked")]
+    pub(super) blocked: bool,
     #[serde(default)]
     pub(super) usage: Option<UsageIn>,
+}
+
+/// Whether any of Azure's `content_filters` (a list of verdicts, or null) says `blocked:
+/// true`. An annotation of another shape says nothing rather than failing the answer.
+fn blocked<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let filters = Value::deserialize(deserializer)?;
+    Ok(filters.as_array().is_some_and(|filters| {
+        filters
+            .iter()
+            .any(|f| f.get("blocked").and_then(Value::as_bool) == Some(true))
+    }))
 }
 
 /// `incomplete_details`.

@@ -136,6 +136,11 @@ impl OpenAiResponses {
 impl OpenAiResponsesBuilder {
     connection_setters!();
 
+    /// The model's name as given.
+    pub(crate) fn model_name(&self) -> &str {
+        &self.model
+    }
+
     /// Default settings for every request, under the agent's and the run's (temperature,
     /// output limit, reasoning effort from `with_reasoning`, hosted tools, ...).
     pub fn settings(mut self, settings: ModelSettings) -> Self {

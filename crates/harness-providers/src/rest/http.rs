@@ -25,7 +25,7 @@ use super::json::{self, Vendor};
 ///
 /// Statuses 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded") and transport errors
 /// are retried, four attempts in all by default. Before each retry the client waits what the server's `Retry-After` says
-/// (seconds or an HTTP date), capped at `max_delay`; without one, `base_delay · 2^attempt`
+/// (seconds or an HTTP date; Azure OpenAI's `retry-after-ms` first), capped at `max_delay`; without one, `base_delay · 2^attempt`
 /// (1, 2, 4 s by default) with up to 25 % jitter, so a fleet of clients does not retry in
 /// lockstep. A stream is retried only until its body starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -623,8 +623,19 @@ fn is_transient(error: &reqwest::Error) -> bool {
     error.is_connect() || error.is_timeout() || error.is_request()
 }
 
-/// `Retry-After` as seconds (fractions allowed) or an HTTP date.
+/// `retry-after-ms` (Azure OpenAI's, in milliseconds), else `Retry-After` as seconds
+/// (fractions allowed) or an HTTP date.
 fn retry_after(response: &Response) -> Option<Duration> {
+    let millis = response
+        .headers()
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0);
+    if let Some(ms) = millis {
+        // An absurd value must not overflow a Duration; the cap applies after.
+        return Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX));
+    }
     let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(seconds) = value.parse::<f64>() {
         // An absurd value (1e30) must not overflow a Duration; the cap applies after.

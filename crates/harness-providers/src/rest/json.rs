@@ -173,11 +173,20 @@ pub(crate) fn error_fields(error: &Value) -> (Option<String>, Option<String>) {
     // AWS's JSON services: `"__type": "ThrottlingException"`, or a namespaced
     // `com.amazon.coral.service#ThrottlingException`.
     let aws = || text("__type").map(|t| t.rsplit('#').next().unwrap_or(&t).to_owned());
+    // Gemini's `status` is a name (`INVALID_ARGUMENT`); Azure's is the HTTP status, a number,
+    // beside the `code` that names the error (`content_filter`): a named code comes first.
+    let status = |named: bool| {
+        error
+            .get("status")
+            .filter(|s| s.is_string() == named)
+            .and_then(|_| text("status"))
+    };
     let kind = text("type")
-        .or_else(|| text("status"))
+        .or_else(|| status(true))
         .or_else(|| text("code"))
         .or_else(|| text("error_type"))
-        .or_else(aws);
+        .or_else(aws)
+        .or_else(|| status(false));
     (kind, text("message"))
 }
 
@@ -233,6 +242,19 @@ mod tests {
         let err = vendor_error(GROQ, &serde_json::json!({"code": 7}), "{}");
         assert_eq!(err.provider().and_then(|p| p.error_type()), Some("7"));
         assert!(err.to_string().contains("Groq reported an error"), "{err}");
+        // Azure: a numeric HTTP `status` beside the `code` that names the error.
+        let azure = serde_json::json!({"message": "filtered", "type": null, "param": "prompt",
+            "code": "content_filter", "status": 400, "innererror": {"code": "ResponsibleAIPolicyViolation"}});
+        assert_eq!(
+            error_fields(&azure),
+            (Some("content_filter".into()), Some("filtered".into()))
+        );
+        assert_eq!(
+            error_fields(&serde_json::json!({"status": 503}))
+                .0
+                .as_deref(),
+            Some("503")
+        );
         let err = required::<u8>(GROQ, None, "choices", b"{}").unwrap_err();
         assert!(
             err.to_string()
