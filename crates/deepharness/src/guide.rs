@@ -14,7 +14,7 @@ pub mod tools {
     #![doc = include_str!("../guide/tools.md")]
 }
 
-/// Providers: the `Llm` trait, the fifteen providers, choosing one from the environment,
+/// Providers: the `Llm` trait, the providers, choosing one from the environment,
 /// reasoning, HTTP settings, wrappers, images and documents.
 pub mod providers {
     #![doc = include_str!("../guide/providers.md")]

@@ -10,7 +10,7 @@
 //! | `harness-macros` | the `#[tool]` attribute | `macros` (default) |
 //! | [`harness_tools`] | the confined [`Workspace`](tools::Workspace), file and shell tools, `ToolName`, the MCP client, Tavily search | `tools` (default) |
 //! | [`harness_tools`] | `McpToolServer`: a toolbox served over MCP (stdio, streamable HTTP) | `mcp-server` |
-//! | [`harness_providers`] | 15 providers, the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
+//! | [`harness_providers`] | 20 providers (the clouds among them: Azure OpenAI, AWS Bedrock, Google Vertex AI), the retrying HTTP client, `Fallback` / `Caching` / `RateLimited` / `Retrying`, [`model_from_env`] | `providers` (default) |
 //! | [`harness_graph`] | [`Graph`], [`Executor`], `#[derive(GraphState)]`, reducers, `diagram()` | `graph` (default) |
 //! | [`harness_prebuilt`] | [`DeepResearch`](prebuilt::DeepResearch), its result and typed events | `prebuilt` (default) |
 //!
@@ -37,7 +37,7 @@
 //!
 //! The root holds the Python original's root names (the agent, its state, budget, messages,
 //! toolbox, `Ctx`, `#[tool]`, the agent's events, `Graph`, `Executor`, the one [`Error`] and
-//! the fifteen providers) and three more a first program needs: [`Llm`],
+//! the providers) and three more a first program needs: [`Llm`],
 //! [`model_from_env`] and [`model_from_env_or_test`]. Names beyond the root come from the
 //! layer that owns them, so an import path says which part of the library a name belongs
 //! to: the loop's own types from [`agent`], content blocks and the wrappers from

@@ -1071,3 +1071,69 @@ async fn a_stream_cut_over_the_wire_at_every_frame_is_incomplete() {
         );
     }
 }
+
+// CountTokens: the bodies follow AWS's API reference (no public recording of the operation
+// was found); the path, the signed request and the reading are what is checked.
+#[tokio::test]
+async fn count_tokens_asks_count_tokens_with_the_prompt_and_adds_an_estimate_for_tools() {
+    let (model, server) =
+        served(CLAUDE, Reply::json(200, br#"{"inputTokens": 42}"#.to_vec())).await;
+    let messages = [Message::system("Be brief."), Message::user("hi")];
+    let count = model.count_tokens(Request::new(&messages)).await.unwrap();
+    assert_eq!((count.tokens, count.exact), (42, true));
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.target,
+        "/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/count-tokens"
+    );
+    assert_eq!(
+        request.json(),
+        json!({"input": {"converse": {
+            "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+            "system": [{"text": "Be brief."}],
+        }}})
+    );
+    assert!(
+        request
+            .header("authorization")
+            .unwrap()
+            .starts_with("AWS4-HMAC-SHA256 ")
+    );
+
+    // Tools are not counted by the operation: estimated and added, the count an estimate.
+    let tools = [Arc::new(ToolSpec::new(
+        "lookup",
+        "Look a word up in the dictionary.",
+        json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+    ))];
+    let with_tools = model
+        .count_tokens(Request::new(&messages).with_tools(&tools))
+        .await
+        .unwrap();
+    assert!(
+        !with_tools.exact && with_tools.tokens > 42,
+        "{with_tools:?}"
+    );
+
+    // An answer without the count, or an error, is a typed error.
+    let (model, _server) = served(CLAUDE, Reply::json(200, b"{}".to_vec())).await;
+    let err = model
+        .count_tokens(Request::new(&messages))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), harness_core::ErrorKind::Provider, "{err}");
+    assert!(err.to_string().contains("inputTokens"), "{err}");
+    let (model, _server) = served(
+        CLAUDE,
+        Reply::json(
+            400,
+            br#"{"message": "The provided model doesn't support counting tokens."}"#.to_vec(),
+        ),
+    )
+    .await;
+    let err = model
+        .count_tokens(Request::new(&messages))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), harness_core::ErrorKind::Provider, "{err}");
+}

@@ -5,14 +5,15 @@ use std::sync::Arc;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use harness_core::{
     BoxStream, CompletionResponse, Error, Llm, LlmEvent, ModelInfo, ModelSettings, Prices, Request,
-    Result, Role, Supports, ToolChoice,
+    Result, Role, Supports, TokenCount, ToolChoice,
 };
 use serde::Serialize;
 use serde_json::Value;
 
 use super::credentials::CredentialSource;
 use super::request::{
-    Additional, Body, Choice, InferenceConfig, Messages, System, ThinkingWire, ToolConfig, Tools,
+    Additional, Body, Choice, CountBody, InferenceConfig, Messages, System, ThinkingWire,
+    ToolConfig, Tools,
 };
 use super::signing::{Scope, SigV4};
 use super::{ConverseAccumulator, EventStream, ID, VENDOR};
@@ -60,8 +61,9 @@ const NAME: &str = "Bedrock";
 pub struct Bedrock {
     client: Arc<HttpClient>,
     model: String,
-    /// `/model/{id}/converse` and `/model/{id}/converse-stream`, the id percent-encoded.
-    paths: Arc<(String, String)>,
+    /// `/model/{id}/converse`, `/model/{id}/converse-stream` and `/model/{id}/count-tokens`,
+    /// the id percent-encoded.
+    paths: Arc<(String, String, String)>,
     defaults: ModelSettings,
     guardrail: Option<Guardrail>,
     /// The builder's `prices`, over the table's.
@@ -379,6 +381,7 @@ impl BedrockBuilder {
         let paths = (
             format!("/model/{id}/converse"),
             format!("/model/{id}/converse-stream"),
+            format!("/model/{id}/count-tokens"),
         );
         Ok(Bedrock {
             client: Arc::new(HttpClient::new(config)?),
@@ -433,6 +436,28 @@ impl Llm for Bedrock {
         )
     }
 
+    /// Bedrock counts with CountTokens (`POST /model/{id}/count-tokens`) for the models it
+    /// counts (Claude among them): the messages and system prompt exactly, the tools (which
+    /// the count does not take) estimated and added, the count then an estimate.
+    async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
+        let body = self.body(&request);
+        let answer = self
+            .client
+            .post(&self.paths.2, &CountBody::of(&body))
+            .await?;
+        let counted = read_count(&self.paths.2, &answer)?;
+        if request.tools.is_empty() && request.output.is_none() {
+            return Ok(TokenCount::counted(counted));
+        }
+        let prompt = Request::new(&[]).with_tools(request.tools);
+        let prompt = match request.output {
+            Some(output) => prompt.with_output(output),
+            None => prompt,
+        };
+        let tools = TokenCount::estimate(&prompt).tokens;
+        Ok(TokenCount::estimated(counted.saturating_add(tools)))
+    }
+
     fn info(&self) -> ModelInfo {
         let supports = Supports::new().with_tools(true).with_images(true);
         // The table knows models by their own names: `us.anthropic.claude-...-v1:0` is read
@@ -453,6 +478,19 @@ impl Llm for Bedrock {
             None => info,
         }
     }
+}
+
+/// The answer to CountTokens: `{"inputTokens": N}`.
+fn read_count(path: &str, body: &[u8]) -> Result<u64> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct CountIn {
+        #[serde(default, deserialize_with = "crate::wire::present")]
+        input_tokens: Option<crate::wire::Count>,
+    }
+    let count: CountIn = crate::rest::json::answer(VENDOR, path, body)?;
+    let tokens = crate::rest::json::required(VENDOR, count.input_tokens, "inputTokens", body)?;
+    Ok(tokens.0)
 }
 
 /// A Bedrock model id without its ARN path, region prefix and maker:

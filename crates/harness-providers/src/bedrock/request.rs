@@ -37,6 +37,38 @@ pub(super) struct Body<'a> {
     pub(super) additional_model_request_fields: Option<Additional>,
 }
 
+/// A CountTokens request: `{"input": {"converse": {messages, system}}}`, the prompt of a
+/// Converse request borrowed from it (Converse's token count takes no tools).
+#[derive(Serialize)]
+pub(super) struct CountBody<'b, 'a> {
+    input: CountInput<'b, 'a>,
+}
+
+#[derive(Serialize)]
+struct CountInput<'b, 'a> {
+    converse: Converse<'b, 'a>,
+}
+
+#[derive(Serialize)]
+struct Converse<'b, 'a> {
+    messages: &'b Messages<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'b System<'a>>,
+}
+
+impl<'b, 'a> CountBody<'b, 'a> {
+    pub(super) fn of(body: &'b Body<'a>) -> Self {
+        Self {
+            input: CountInput {
+                converse: Converse {
+                    messages: &body.messages,
+                    system: body.system.as_ref(),
+                },
+            },
+        }
+    }
+}
+
 /// `inferenceConfig`: only what is set.
 #[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
