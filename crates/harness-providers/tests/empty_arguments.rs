@@ -13,7 +13,7 @@ use harness_providers::replay::{Format, decode_answer, decode_stream};
 use serde_json::{Map, Value, json};
 use support::{Reply, Server};
 
-const VENDORS: [Vendor; 8] = [
+const VENDORS: [Vendor; 10] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
@@ -22,6 +22,8 @@ const VENDORS: [Vendor; 8] = [
     Vendor::VertexGemini,
     Vendor::VertexAnthropic,
     Vendor::Bedrock,
+    Vendor::Azure,
+    Vendor::AzureResponses,
 ];
 
 /// How a call's arguments are sent.
@@ -80,11 +82,11 @@ fn with(mut object: Value, key: &str, value: Option<Value>) -> Value {
 impl Vendor {
     fn format(self) -> Format {
         match self {
-            Self::OpenAi => Format::OpenAi,
+            Self::OpenAi | Self::Azure => Format::OpenAi,
             Self::Anthropic | Self::VertexAnthropic => Format::Anthropic,
             Self::Gemini | Self::VertexGemini => Format::Gemini,
             Self::Cohere => Format::Cohere,
-            Self::Responses => Format::OpenAiResponses,
+            Self::Responses | Self::AzureResponses => Format::OpenAiResponses,
             Self::Bedrock => Format::Bedrock,
         }
     }
@@ -94,10 +96,12 @@ impl Vendor {
     fn event(self, data: &Value) -> Vec<u8> {
         let kind = || data["type"].as_str().unwrap();
         match self {
-            Self::OpenAi => format!("data: {data}\n\n").into_bytes(),
-            Self::Anthropic | Self::VertexAnthropic | Self::Cohere | Self::Responses => {
-                format!("event: {}\ndata: {data}\n\n", kind()).into_bytes()
-            }
+            Self::OpenAi | Self::Azure => format!("data: {data}\n\n").into_bytes(),
+            Self::Anthropic
+            | Self::VertexAnthropic
+            | Self::Cohere
+            | Self::Responses
+            | Self::AzureResponses => format!("event: {}\ndata: {data}\n\n", kind()).into_bytes(),
             Self::Gemini | Self::VertexGemini => format!("data: {data}\r\n\r\n").into_bytes(),
             Self::Bedrock => {
                 let mut payload = data.clone();
@@ -126,7 +130,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `now`.
     fn answer(self, args: Args) -> Value {
         match self {
-            Self::OpenAi => {
+            Self::OpenAi | Self::Azure => {
                 let function = with(json!({"name": "now"}), "arguments", args.value());
                 json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{
                     "index": 0, "finish_reason": "tool_calls", "message": {
@@ -156,7 +160,7 @@ impl Vendor {
                     "finish_reason": "TOOL_CALL",
                     "usage": {"tokens": {"input_tokens": 5, "output_tokens": 3}}})
             }
-            Self::Responses => json!({"id": "resp_1", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "output": [Self::responses_call(args.value())],
                 "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}),
             Self::Bedrock => {
@@ -199,7 +203,7 @@ impl Vendor {
     /// the block's start.
     fn stream(self, args: Args) -> Vec<u8> {
         let events: Vec<Value> = match self {
-            Self::OpenAi => {
+            Self::OpenAi | Self::Azure => {
                 let mut function = json!({"name": "now"});
                 if let Args::Null = args {
                     function["arguments"] = Value::Null;
@@ -272,7 +276,7 @@ impl Vendor {
                 ]);
                 events
             }
-            Self::Responses => {
+            Self::Responses | Self::AzureResponses => {
                 let mut events = vec![
                     json!({"type": "response.created", "response": {"id": "resp_1",
                         "status": "in_progress", "output": []}}),
@@ -294,7 +298,7 @@ impl Vendor {
             }
             Self::Bedrock => Self::bedrock_stream(args),
         };
-        self.body(&events, matches!(self, Self::OpenAi | Self::Cohere))
+        self.body(&events, matches!(self.wire(), Self::OpenAi | Self::Cohere))
     }
 
     /// ConverseStream's events for a call of `now`: the input as text in `toolUse` deltas,
@@ -344,7 +348,7 @@ impl Vendor {
     /// A non-streamed text answer.
     fn text_answer(self, text: &str) -> Value {
         match self {
-            Self::OpenAi => json!({"id": "chatcmpl-2", "object": "chat.completion",
+            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-2", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}]}),
             Self::Anthropic | Self::VertexAnthropic => {
@@ -358,7 +362,7 @@ impl Vendor {
             }
             Self::Cohere => json!({"id": "c-2", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE"}),
-            Self::Responses => json!({"id": "resp_2", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_2", "object": "response",
                 "status": "completed", "output": [{"type": "message", "id": "msg_1",
                 "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}),
             Self::Bedrock => json!({"output": {"message": {"role": "assistant",
@@ -370,7 +374,7 @@ impl Vendor {
     /// A streamed text answer.
     fn text_stream(self, text: &str) -> Vec<u8> {
         let events = match self {
-            Self::OpenAi => vec![
+            Self::OpenAi | Self::Azure => vec![
                 json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
                     "finish_reason": null}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
@@ -400,7 +404,7 @@ impl Vendor {
                 json!({"type": "content-end", "index": 0}),
                 json!({"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}),
             ],
-            Self::Responses => vec![
+            Self::Responses | Self::AzureResponses => vec![
                 json!({"type": "response.output_text.delta", "output_index": 0,
                     "item_id": "msg_1", "delta": text}),
                 json!({"type": "response.completed", "response": self.text_answer(text)}),
@@ -416,7 +420,7 @@ impl Vendor {
                 events
             }
         };
-        self.body(&events, self == Self::OpenAi)
+        self.body(&events, self.wire() == Self::OpenAi)
     }
 }
 

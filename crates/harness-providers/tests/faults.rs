@@ -2,8 +2,8 @@
 //! sleeps, closes early, resets, declares more than it sends, or never stops) driven through
 //! each vendor's format (OpenAI Chat Completions, also spoken by llama.cpp and the gateways;
 //! the OpenAI Responses API; Anthropic Messages; Gemini; Cohere's v2 chat; Gemini and Claude
-//! on Vertex AI; Bedrock Converse, whose stream is AWS's binary event stream), streamed and
-//! not, and through an `Agent`.
+//! on Vertex AI; Azure OpenAI's Chat Completions and Responses; Bedrock Converse, whose
+//! stream is AWS's binary event stream), streamed and not, and through an `Agent`.
 //!
 //! Every probe is an expected outcome: the typed `ProviderError` kind a fault must end in,
 //! the deltas that must still have been delivered, or the answer that must survive it. Each
@@ -30,7 +30,7 @@ use harness_core::{
 };
 use harness_providers::replay::{Format, decode_stream};
 use harness_providers::{
-    Anthropic, Bedrock, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy, Vertex,
+    Anthropic, AzureOpenAi, Bedrock, Cohere, Gemini, OpenAi, OpenAiResponses, RetryPolicy, Vertex,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -255,9 +255,13 @@ enum Vendor {
     VertexGemini,
     VertexAnthropic,
     Bedrock,
+    /// Azure OpenAI's Chat Completions: OpenAI's format, Azure's URLs, key and filter chunks.
+    Azure,
+    /// Azure OpenAI's Responses API.
+    AzureResponses,
 }
 
-const VENDORS: [Vendor; 8] = [
+const VENDORS: [Vendor; 10] = [
     Vendor::OpenAi,
     Vendor::Anthropic,
     Vendor::Gemini,
@@ -266,6 +270,8 @@ const VENDORS: [Vendor; 8] = [
     Vendor::VertexGemini,
     Vendor::VertexAnthropic,
     Vendor::Bedrock,
+    Vendor::Azure,
+    Vendor::AzureResponses,
 ];
 
 /// One frame of AWS's event stream: a ConverseStream event of type `kind`.
@@ -356,6 +362,22 @@ fn vertex(url: &str, knobs: Knobs) -> Vertex {
     )
 }
 
+/// An Azure OpenAI connection to the fault server (its endpoint) with a key and the probe's
+/// settings.
+fn azure(url: &str, knobs: Knobs) -> AzureOpenAi {
+    let mut builder = AzureOpenAi::builder()
+        .endpoint(url)
+        .api_key("k")
+        .idle_timeout(knobs.idle)
+        .stream_timeout(knobs.total)
+        .timeout(knobs.timeout)
+        .retry(knobs.retry);
+    if let Some(bytes) = knobs.max_bytes {
+        builder = builder.max_response_bytes(bytes);
+    }
+    builder.build().unwrap()
+}
+
 impl Vendor {
     fn id(self) -> &'static str {
         match self {
@@ -366,6 +388,8 @@ impl Vendor {
             Self::Responses => "openai-responses",
             Self::VertexGemini | Self::VertexAnthropic => "vertex",
             Self::Bedrock => "bedrock",
+            Self::Azure => "azure",
+            Self::AzureResponses => "azure-responses",
         }
     }
 
@@ -383,6 +407,8 @@ impl Vendor {
         match self {
             Self::VertexGemini => Self::Gemini,
             Self::VertexAnthropic => Self::Anthropic,
+            Self::Azure => Self::OpenAi,
+            Self::AzureResponses => Self::Responses,
             direct => direct,
         }
     }
@@ -399,6 +425,9 @@ impl Vendor {
             Self::VertexAnthropic => Arc::new(vertex(url, knobs).anthropic("m").unwrap()),
             // A Bedrock API key: the signing path has its own probes in fixtures_bedrock.
             Self::Bedrock => configure!(Bedrock::builder("m").region("us-east-1"), url, knobs),
+            // Served on Azure's v1 paths, the deployment `m`.
+            Self::Azure => Arc::new(azure(url, knobs).chat("m").unwrap()),
+            Self::AzureResponses => Arc::new(azure(url, knobs).responses("m").unwrap()),
         }
     }
 
@@ -425,10 +454,12 @@ impl Vendor {
     fn event_bytes(self, json: &[u8], kind: &str) -> Vec<u8> {
         let json = String::from_utf8_lossy(json);
         match self {
-            Self::OpenAi => format!("data: {json}\n\n").into_bytes(),
-            Self::Anthropic | Self::VertexAnthropic | Self::Cohere | Self::Responses => {
-                format!("event: {kind}\ndata: {json}\n\n").into_bytes()
-            }
+            Self::OpenAi | Self::Azure => format!("data: {json}\n\n").into_bytes(),
+            Self::Anthropic
+            | Self::VertexAnthropic
+            | Self::Cohere
+            | Self::Responses
+            | Self::AzureResponses => format!("event: {kind}\ndata: {json}\n\n").into_bytes(),
             Self::Gemini | Self::VertexGemini => format!("data: {json}\r\n\r\n").into_bytes(),
             Self::Bedrock => frame(kind, json.as_bytes()),
         }
@@ -486,6 +517,16 @@ impl Vendor {
     /// The events before the first delta.
     fn opening(self) -> Vec<u8> {
         match self {
+            // Azure's first chunk: the prompt's filter results, no choices, id and model
+            // empty (its shape as the recordings in tests/fixtures/azure show it).
+            Self::Azure => [
+                self.event(&json!({"choices": [], "created": 0, "id": "", "model": "",
+                    "object": "", "prompt_filter_results": [{"prompt_index": 0,
+                    "content_filter_results": {"hate": {"filtered": false, "severity": "safe"},
+                    "jailbreak": {"filtered": false, "detected": false}}}]})),
+                Self::OpenAi.opening(),
+            ]
+            .concat(),
             Self::OpenAi => self.event(&json!({"choices": [
                 {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}
             ]})),
@@ -510,7 +551,7 @@ impl Vendor {
                     "delta": {"message": {"content": {"type": "text", "text": ""}}}})),
             ]
             .concat(),
-            Self::Responses => [
+            Self::Responses | Self::AzureResponses => [
                 self.event(&json!({"type": "response.created", "sequence_number": 0,
                     "response": {"id": "resp_1", "object": "response", "status": "in_progress",
                     "model": "m", "output": [], "usage": null}})),
@@ -533,7 +574,7 @@ impl Vendor {
             );
         }
         self.event(&match self {
-            Self::OpenAi => json!({"choices": [
+            Self::OpenAi | Self::Azure => json!({"choices": [
                 {"index": 0, "delta": {"content": text}, "finish_reason": null}
             ]}),
             Self::Anthropic | Self::VertexAnthropic => {
@@ -545,15 +586,17 @@ impl Vendor {
             ]}),
             Self::Cohere => json!({"type": "content-delta", "index": 0,
                 "delta": {"message": {"content": {"text": text}}}}),
-            Self::Responses => json!({"type": "response.output_text.delta", "item_id": "msg_1",
-                "output_index": 0, "content_index": 0, "delta": text}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"type": "response.output_text.delta", "item_id": "msg_1",
+                "output_index": 0, "content_index": 0, "delta": text})
+            }
         })
     }
 
     /// The events that end a text turn, the vendor's end mark among them.
     fn ending(self) -> Vec<u8> {
         match self {
-            Self::OpenAi => [
+            Self::OpenAi | Self::Azure => [
                 self.event(&json!({"choices": [
                     {"index": 0, "delta": {}, "finish_reason": "stop"}
                 ]})),
@@ -585,10 +628,12 @@ impl Vendor {
             ]
             .concat(),
             // The end mark alone: its `output` left out, the deltas are the text.
-            Self::Responses => self.event(&json!({"type": "response.completed",
+            Self::Responses | Self::AzureResponses => {
+                self.event(&json!({"type": "response.completed",
                 "response": {"id": "resp_1", "object": "response", "status": "completed",
                 "model": "m", "usage": {"input_tokens": 12, "output_tokens": 7,
-                "total_tokens": 19}}})),
+                "total_tokens": 19}}}))
+            }
         }
     }
 
@@ -618,7 +663,9 @@ impl Vendor {
     /// The vendor's error object (type, message).
     fn error_object(self) -> Value {
         match self {
-            Self::OpenAi => json!({"message": VENDOR_MESSAGE, "type": "server_error"}),
+            Self::OpenAi | Self::Azure => {
+                json!({"message": VENDOR_MESSAGE, "type": "server_error"})
+            }
             Self::Anthropic | Self::VertexAnthropic => {
                 json!({"type": "overloaded_error", "message": VENDOR_MESSAGE})
             }
@@ -629,14 +676,16 @@ impl Vendor {
                 json!({"__type": "serviceUnavailableException", "message": VENDOR_MESSAGE})
             }
             Self::Cohere => json!({"message": VENDOR_MESSAGE, "error_type": COHERE_ERROR_TYPE}),
-            Self::Responses => json!({"code": "server_error", "message": VENDOR_MESSAGE}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"code": "server_error", "message": VENDOR_MESSAGE})
+            }
         }
     }
 
     /// The error type [`Vendor::error_object`] names.
     fn error_type(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::Responses => "server_error",
+            Self::OpenAi | Self::Responses | Self::Azure | Self::AzureResponses => "server_error",
             Self::Anthropic | Self::VertexAnthropic => "overloaded_error",
             Self::Gemini | Self::VertexGemini => "UNAVAILABLE",
             Self::Cohere => COHERE_ERROR_TYPE,
@@ -664,8 +713,9 @@ impl Vendor {
                 "finish_reason": "ERROR", "usage": {}, "error": VENDOR_MESSAGE,
                 "error_type": COHERE_ERROR_TYPE}})),
             // The API's `error` event: its code and message at the top level.
-            Self::Responses => self.event(&json!({"type": "error", "code": "server_error",
-                "message": VENDOR_MESSAGE, "param": null, "sequence_number": 3})),
+            Self::Responses | Self::AzureResponses => self.event(&json!({"type": "error",
+                "code": "server_error", "message": VENDOR_MESSAGE, "param": null,
+                "sequence_number": 3})),
             _ => self.event(&json!({"error": self.error_object()})),
         }
     }
@@ -681,8 +731,10 @@ impl Vendor {
                 "message": VENDOR_MESSAGE}}),
             Self::Cohere => self.error_object(),
             // A response that failed.
-            Self::Responses => json!({"id": "resp_1", "object": "response", "status": "failed",
-                "error": self.error_object(), "output": []}),
+            Self::Responses | Self::AzureResponses => {
+                json!({"id": "resp_1", "object": "response", "status": "failed",
+                "error": self.error_object(), "output": []})
+            }
             _ => json!({"error": self.error_object()}),
         }
     }
@@ -690,7 +742,7 @@ impl Vendor {
     /// A non-streamed text answer; `finished: false` leaves out the finish reason.
     fn text_answer(self, text: &str, finished: bool) -> Value {
         let mut answer = match self {
-            Self::OpenAi => json!({"id": "chatcmpl-1", "object": "chat.completion",
+            Self::OpenAi | Self::Azure => json!({"id": "chatcmpl-1", "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                     "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
@@ -709,7 +761,7 @@ impl Vendor {
             Self::Cohere => json!({"id": "c-1", "message": {"role": "assistant",
                 "content": [{"type": "text", "text": text}]}, "finish_reason": "COMPLETE",
                 "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}}),
-            Self::Responses => json!({"id": "resp_1", "object": "response",
+            Self::Responses | Self::AzureResponses => json!({"id": "resp_1", "object": "response",
                 "status": "completed", "model": "m", "error": null, "output": [{"type": "message",
                 "id": "msg_1", "status": "completed", "role": "assistant", "content": [
                 {"type": "output_text", "text": text, "annotations": []}]}],
@@ -720,7 +772,7 @@ impl Vendor {
                 Self::Bedrock => {
                     answer.as_object_mut().unwrap().remove("stopReason");
                 }
-                Self::OpenAi => answer["choices"][0]["finish_reason"] = Value::Null,
+                Self::OpenAi | Self::Azure => answer["choices"][0]["finish_reason"] = Value::Null,
                 Self::Anthropic | Self::VertexAnthropic => answer["stop_reason"] = Value::Null,
                 Self::Cohere => {
                     answer.as_object_mut().unwrap().remove("finish_reason");
@@ -731,7 +783,7 @@ impl Vendor {
                         .unwrap()
                         .remove("finishReason");
                 }
-                Self::Responses => {
+                Self::Responses | Self::AzureResponses => {
                     answer.as_object_mut().unwrap().remove("status");
                 }
             }
@@ -742,7 +794,7 @@ impl Vendor {
     /// A non-streamed turn with one call of `note` (Gemini gives calls no id).
     fn tool_answer(self, id: &str, args: Args<'_>) -> Value {
         match (self, args) {
-            (Self::OpenAi, _) => {
+            (Self::OpenAi | Self::Azure, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -781,7 +833,7 @@ impl Vendor {
                     "finish_reason": "TOOL_CALL",
                     "usage": {"tokens": {"input_tokens": 12, "output_tokens": 7}}})
             }
-            (Self::Responses, _) => {
+            (Self::Responses | Self::AzureResponses, _) => {
                 let text = match args {
                     Args::Object(value) => value.to_string(),
                     Args::Broken(text) => text.to_owned(),
@@ -813,7 +865,7 @@ impl Vendor {
         };
         let (head, tail) = text.split_at(text.len() / 2);
         match self {
-            Self::OpenAi => [
+            Self::OpenAi | Self::Azure => [
                 self.event(
                     &json!({"choices": [{"index": 0, "delta": {"role": "assistant",
                     "content": null, "tool_calls": [{"index": 0, "id": id, "type": "function",
@@ -878,7 +930,7 @@ impl Vendor {
                 ]
                 .concat()
             }
-            Self::Responses => {
+            Self::Responses | Self::AzureResponses => {
                 let item = |arguments: &str, status: &str| {
                     json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": "note",
                         "arguments": arguments, "status": status})
@@ -1102,9 +1154,12 @@ fn frame_ends(body: &[u8]) -> Vec<usize> {
 /// `response.completed`, Bedrock's `metadata`).
 fn cuts_before_end_mark(vendor: Vendor, whole: &[u8]) -> Vec<usize> {
     let end_mark = match vendor {
-        Vendor::OpenAi | Vendor::Gemini | Vendor::VertexGemini | Vendor::Responses => {
-            whole.len() - vendor.ending().len()
-        }
+        Vendor::OpenAi
+        | Vendor::Azure
+        | Vendor::Gemini
+        | Vendor::VertexGemini
+        | Vendor::Responses
+        | Vendor::AzureResponses => whole.len() - vendor.ending().len(),
         Vendor::Anthropic | Vendor::VertexAnthropic => {
             whole.len() - vendor.event(&json!({"type": "message_stop"})).len()
         }
@@ -1784,6 +1839,82 @@ fn retry_probes(probes: &mut Probes, vendor: Vendor) {
         1,
         move |_| silent_then_answered(vendor),
     );
+    if matches!(vendor, Vendor::Azure | Vendor::AzureResponses) {
+        // Azure's 429 says when in milliseconds too; that finer figure wins, capped.
+        for (label, ms, low, high) in [
+            ("250 (Retry-After 20)", "250", 240, 2000),
+            ("1e30", "1e30", 390, 4000),
+        ] {
+            for streamed in [false, true] {
+                let mode = if streamed { "stream" } else { "answer" };
+                probes.add(
+                    format!(
+                        "{v} {mode}: 429, retry-after-ms {label} → waits it, capped; retry succeeds"
+                    ),
+                    1,
+                    move |_| azure_retry_after_ms(vendor, ms, streamed, (low, high)),
+                );
+            }
+        }
+    }
+}
+
+/// Azure's 429 with `retry-after: 20` and `retry-after-ms: ms`: the client waits the
+/// milliseconds (within `max_delay`, 400 ms), not the 20 s, and the retry succeeds; the
+/// wait takes `bounds` milliseconds.
+async fn azure_retry_after_ms(
+    vendor: Vendor,
+    ms: &'static str,
+    streamed: bool,
+    bounds: (u64, u64),
+) {
+    let server = FaultServer::start(move |n, _| {
+        if n > 0 && streamed {
+            return sse(vendor.text_stream(&["fi", "ne"]));
+        }
+        if n > 0 {
+            return json_body(&vendor.text_answer("fine", true));
+        }
+        let error =
+            json!({"error": {"code": "429", "message": "Requests have exceeded the rate limit."}});
+        let error = error.to_string().into_bytes();
+        let extra = [("retry-after", "20"), ("retry-after-ms", ms)];
+        vec![
+            Step::Send(head_with(
+                429,
+                Some("application/json"),
+                Some(error.len()),
+                &extra,
+            )),
+            Step::Send(error),
+        ]
+    })
+    .await;
+    let retry = RetryPolicy {
+        attempts: 2,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(400),
+    };
+    let model = vendor.model(
+        &server.url,
+        Knobs {
+            retry,
+            ..Knobs::default()
+        },
+    );
+    let (answer, elapsed) = if streamed {
+        let got = stream_of(&model).await;
+        (got.end, got.elapsed)
+    } else {
+        generate_of(&*model).await
+    };
+    assert_eq!(answer.unwrap().content(), "fine");
+    assert_eq!(server.hits(), 2);
+    within(
+        elapsed,
+        Duration::from_millis(bounds.0),
+        Duration::from_millis(bounds.1),
+    );
 }
 
 /// A stream's first attempt gets no headers: it is given up after the idle timeout and
@@ -2172,6 +2303,13 @@ fn recordings() -> Vec<Recording> {
             Format::Anthropic,
         ),
         ("bedrock", "", Vendor::Bedrock, Format::Bedrock),
+        ("azure/chat", "", Vendor::Azure, Format::OpenAi),
+        (
+            "azure/responses",
+            "",
+            Vendor::AzureResponses,
+            Format::OpenAiResponses,
+        ),
     ] {
         let mut files: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
@@ -2501,14 +2639,14 @@ fn agent_broken_arguments_probe(probes: &mut Probes, vendor: Vendor, streamed: b
             result.contains(&format!("You sent:\n{broken}\n")),
             "{result}"
         );
-        if vendor == Vendor::Responses {
+        if vendor.wire() == Vendor::Responses {
             let input = &server.requests()[1].body["input"];
             assert_eq!(input[1]["type"], "function_call");
             assert_eq!(input[1]["arguments"], json!("{}"));
             let told = input[2]["output"].as_str().unwrap();
             assert!(told.contains(&broken), "{told}");
         }
-        if vendor == Vendor::OpenAi {
+        if vendor.wire() == Vendor::OpenAi {
             let second = &server.requests()[1].body;
             assert_eq!(
                 second["messages"][1]["tool_calls"][0]["function"]["arguments"],

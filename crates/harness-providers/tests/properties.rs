@@ -345,8 +345,9 @@ struct Recording {
 fn recordings(format: Format, dirs: &[&str]) -> Vec<Recording> {
     let mut all = Vec::new();
     for dir in dirs {
-        // `dir/prefix`: the files of `dir` whose names start with `prefix`.
-        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
+        // `dir/prefix`: the files of `dir` whose names start with `prefix`; `dir/` (Azure's
+        // `azure/chat/`) all the files of a directory within a directory.
+        let (dir, prefix) = dir.rsplit_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
@@ -600,7 +601,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai stream: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat/"],
     );
     stream_odd_counts(
         "anthropic stream: odd counts",
@@ -616,7 +617,7 @@ fn odd_token_counts_in_a_stream_keep_the_answer() {
     stream_odd_counts(
         "openai-responses stream: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses/"],
     );
 }
 
@@ -625,7 +626,7 @@ fn openai_stream_mutations_never_panic() {
     stream_mutations(
         "openai stream: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat/"],
     );
 }
 
@@ -643,7 +644,7 @@ fn responses_stream_mutations_never_panic() {
     stream_mutations(
         "openai-responses stream: mutations",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses/"],
     );
 }
 
@@ -652,7 +653,7 @@ fn responses_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai-responses stream: cuts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses/"],
     );
 }
 
@@ -675,7 +676,7 @@ fn openai_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
     stream_cuts(
         "openai stream: cuts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat/"],
     );
 }
 
@@ -719,7 +720,7 @@ fn cohere_stream_cut_anywhere_is_an_error_or_the_whole_turn() {
 fn answers(dirs: &[&str]) -> Vec<Value> {
     let mut all = Vec::new();
     for dir in dirs {
-        let (dir, prefix) = dir.split_once('/').unwrap_or((dir, ""));
+        let (dir, prefix) = dir.rsplit_once('/').unwrap_or((dir, ""));
         let mut paths: Vec<_> = std::fs::read_dir(support::fixtures_dir().join(dir))
             .unwrap()
             .flatten()
@@ -914,7 +915,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai parser: odd counts",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat/"],
     );
     parser_odd_counts(
         "anthropic parser: odd counts",
@@ -931,7 +932,7 @@ fn odd_token_counts_in_an_answer_keep_the_answer() {
     parser_odd_counts(
         "openai-responses parser: odd counts",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses/"],
     );
 }
 
@@ -940,7 +941,7 @@ fn openai_parser_mutations_never_panic() {
     parser_mutations(
         "openai parser: mutations",
         Format::OpenAi,
-        &["openai", "llamacpp"],
+        &["openai", "llamacpp", "azure/chat/"],
     );
 }
 
@@ -963,7 +964,7 @@ fn responses_parser_mutations_never_panic() {
     parser_mutations(
         "openai-responses parser: mutations",
         Format::OpenAiResponses,
-        &["openai-responses"],
+        &["openai-responses", "azure/responses/"],
     );
 }
 

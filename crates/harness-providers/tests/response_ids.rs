@@ -1,8 +1,9 @@
 //! The vendor's response id and the model that answered, read from every recorded answer
 //! and stream of tests/fixtures served from loopback: OpenAI's (and llama.cpp's) `id` and
 //! `model`, Anthropic's message `id` and `model`, Gemini's `responseId` and `modelVersion`
-//! (Claude's and Gemini's on Vertex AI alike), the Responses API's; Cohere's id without a
-//! model; Bedrock's Converse, which names neither, the model asked for.
+//! (Claude's and Gemini's on Vertex AI alike), the Responses API's (Azure OpenAI's Chat
+//! Completions and Responses as OpenAI's); Cohere's id without a model; Bedrock's Converse,
+//! which names neither, the model asked for.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -15,7 +16,7 @@ use support::{Reply, Server, collect_events, completed, fixture, fixture_json, f
 
 impl Vendor {
     /// The vendor of a recording (`dir/file`, or a directory); Vertex's files start with their
-    /// format.
+    /// format, Azure's are in a directory of theirs (`azure/chat/...`, `azure/responses/...`).
     fn of(path: &str) -> Self {
         match path.split_once('/').unwrap_or((path, "")) {
             ("anthropic", _) => Self::Anthropic,
@@ -25,26 +26,32 @@ impl Vendor {
             ("bedrock", _) => Self::Bedrock,
             ("vertex", file) if file.starts_with("anthropic_") => Self::VertexAnthropic,
             ("vertex", _) => Self::VertexGemini,
+            ("azure", rest) if rest.starts_with("chat/") => Self::Azure,
+            ("azure", _) => Self::AzureResponses,
             _ => Self::OpenAi,
         }
     }
 
     /// The id and model an answer (or one stream event) names, under the vendor's keys.
     fn ids(self, value: &Value) -> (Option<String>, Option<String>) {
-        let text = |v: &Value| v.as_str().map(str::to_owned);
+        // Azure's first chunk names an empty id and model: no id, no model.
+        let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
         match self {
             Self::Anthropic | Self::VertexAnthropic if value["type"] == "message_start" => (
                 text(&value["message"]["id"]),
                 text(&value["message"]["model"]),
             ),
             // A stream's lifecycle events carry the response.
-            Self::Responses if value.get("response").is_some() => (
+            Self::Responses | Self::AzureResponses if value.get("response").is_some() => (
                 text(&value["response"]["id"]),
                 text(&value["response"]["model"]),
             ),
-            Self::OpenAi | Self::Anthropic | Self::VertexAnthropic | Self::Responses => {
-                (text(&value["id"]), text(&value["model"]))
-            }
+            Self::OpenAi
+            | Self::Azure
+            | Self::Anthropic
+            | Self::VertexAnthropic
+            | Self::Responses
+            | Self::AzureResponses => (text(&value["id"]), text(&value["model"])),
             Self::Gemini | Self::VertexGemini => {
                 (text(&value["responseId"]), text(&value["modelVersion"]))
             }
@@ -85,6 +92,8 @@ async fn every_recorded_answer_gives_its_id_and_model() {
         "gemini",
         "openai-responses",
         "vertex",
+        "azure/chat",
+        "azure/responses",
     ] {
         for path in recorded(dir, ".json") {
             let vendor = Vendor::of(&path);
@@ -98,7 +107,9 @@ async fn every_recorded_answer_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 27);
+    // openai 4, llamacpp 1, anthropic 2, gemini 4, openai-responses 11, vertex 5; Azure's
+    // chat 4 and responses 5.
+    assert_eq!(checked, 36);
 }
 
 #[tokio::test]
@@ -111,6 +122,8 @@ async fn every_recorded_stream_gives_its_id_and_model() {
         "gemini",
         "openai-responses",
         "vertex",
+        "azure/chat",
+        "azure/responses",
     ] {
         for path in recorded(dir, ".sse") {
             let vendor = Vendor::of(&path);
@@ -130,7 +143,9 @@ async fn every_recorded_stream_gives_its_id_and_model() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 19);
+    // openai 3, llamacpp 1, anthropic 3, gemini 3, openai-responses 6, vertex 3; Azure's
+    // chat 3 and responses 4.
+    assert_eq!(checked, 26);
 }
 
 #[tokio::test]

@@ -297,8 +297,9 @@ pub fn openai_messages_normal(messages: &serde_json::Value) -> Vec<serde_json::V
         .collect()
 }
 
-/// The vendor formats, for a test run through each; Gemini and Claude on Vertex AI, those
-/// formats on a cloud's paths; and Bedrock's Converse, its stream AWS's binary event stream.
+/// The vendor formats, for a test run through each; Gemini and Claude on Vertex AI and
+/// Azure OpenAI's Chat Completions and Responses, those formats on a cloud's paths; and
+/// Bedrock's Converse, its stream AWS's binary event stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Vendor {
     OpenAi,
@@ -312,6 +313,10 @@ pub enum Vendor {
     /// AWS Bedrock's Converse and ConverseStream (the `bedrock` feature, which the crate's
     /// tests always have).
     Bedrock,
+    /// Azure OpenAI's Chat Completions (OpenAI's format at Azure's URLs).
+    Azure,
+    /// Azure OpenAI's Responses API.
+    AzureResponses,
 }
 
 impl Vendor {
@@ -364,8 +369,31 @@ impl Vendor {
                     .build()
                     .unwrap(),
             ),
+            Self::Azure => Arc::new(azure(url).chat("m").unwrap()),
+            Self::AzureResponses => Arc::new(azure(url).responses("m").unwrap()),
         }
     }
+
+    /// The direct vendor whose wire format this one speaks (a cloud's models speak their
+    /// vendor's).
+    pub fn wire(self) -> Self {
+        match self {
+            Self::VertexGemini => Self::Gemini,
+            Self::VertexAnthropic => Self::Anthropic,
+            Self::Azure => Self::OpenAi,
+            Self::AzureResponses => Self::Responses,
+            direct => direct,
+        }
+    }
+}
+
+/// An Azure OpenAI connection with `url` as the resource's endpoint, with a key.
+pub fn azure(url: &str) -> harness_providers::AzureOpenAi {
+    harness_providers::AzureOpenAi::builder()
+        .endpoint(url)
+        .api_key("k")
+        .build()
+        .unwrap()
 }
 
 /// A Vertex AI connection to a server at `url`, with a project, a location and a key.
