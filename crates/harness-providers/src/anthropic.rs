@@ -14,9 +14,7 @@ use std::sync::Arc;
 use crate::connection::{Connection, connection_setters};
 use crate::rest::json::{self, Vendor};
 use crate::rest::{self, Accumulator, HttpClient, SseEvent};
-use crate::wire::{
-    Count, Parameters, Settings, Str, SystemText, Text, call_from_text, call_from_value, present,
-};
+use crate::wire::{BlockCalls, Count, Parameters, Settings, Str, SystemText, Text, present};
 
 const VERSION: &str = "2023-06-01";
 const PATH: &str = "/messages";
@@ -1188,9 +1186,7 @@ impl Accumulator for MessagesAccumulator<'_> {
         let mut slots = std::mem::take(&mut self.slots);
         slots.sort_by_key(|(i, _)| *i);
         let mut blocks = Vec::new();
-        let mut calls = Vec::new();
-        // Whether the last call's input came whole (not as deltas).
-        let mut last_whole = false;
+        let mut calls = BlockCalls::new(self.finish);
         for (_, slot) in slots {
             match slot {
                 // Signed reasoning is kept even without text: the signature is what counts.
@@ -1224,31 +1220,10 @@ impl Accumulator for MessagesAccumulator<'_> {
                     name,
                     arguments,
                     whole,
-                } => {
-                    // Input streamed as deltas wins; else what the block came with.
-                    last_whole = whole.is_some() && arguments.trim().is_empty();
-                    let call = match whole {
-                        Some(input) if arguments.trim().is_empty() => {
-                            call_from_value(&name, Some(input))
-                        }
-                        _ => call_from_text(&name, &arguments, self.finish),
-                    };
-                    calls.push(if id.is_empty() {
-                        call
-                    } else {
-                        call.with_id(id)
-                    });
-                }
+                } => calls.push(id, &name, &arguments, whole),
             }
         }
-        if self.finish == Some(FinishReason::Length)
-            && last_whole
-            && let Some(last) = calls.last_mut()
-        {
-            // A tool_use cut by max_tokens may hold incomplete input: never run it.
-            last.raw_arguments = Some(last.arguments_text());
-            last.arguments = Map::new();
-        }
+        let calls = calls.into_calls();
         let mut response = CompletionResponse::from_blocks(merge_blocks(blocks))
             .with_tool_calls(calls)
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));

@@ -6,12 +6,12 @@ use harness_core::{
     Block, CompletionResponse, FinishReason, LlmEvent, Result, Thinking, TokenUsage,
 };
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::THINKING_FORMAT;
 use crate::rest::json::{self, Vendor};
 use crate::rest::{Accumulator, SseEvent};
-use crate::wire::{Count, Text, call_from_text, call_from_value, present};
+use crate::wire::{BlockCalls, Count, Text, present};
 
 /// Why the model stopped, as a [`FinishReason`].
 fn stop_reason(value: &str) -> FinishReason {
@@ -413,9 +413,7 @@ impl Accumulator for ConverseAccumulator<'_> {
         let mut slots = std::mem::take(&mut self.slots);
         slots.sort_by_key(|(i, _)| *i);
         let mut blocks = Vec::new();
-        let mut calls = Vec::new();
-        // Whether the last call's input came whole (not as deltas).
-        let mut last_whole = false;
+        let mut calls = BlockCalls::new(self.finish);
         for (_, slot) in slots {
             match slot {
                 Slot::Text(text) if text.is_empty() => {}
@@ -444,32 +442,11 @@ impl Accumulator for ConverseAccumulator<'_> {
                     name,
                     arguments,
                     whole,
-                } => {
-                    // Input streamed as deltas wins; else what the block came with.
-                    last_whole = whole.is_some() && arguments.trim().is_empty();
-                    let call = match whole {
-                        Some(input) if arguments.trim().is_empty() => {
-                            call_from_value(&name, Some(input))
-                        }
-                        _ => call_from_text(&name, &arguments, self.finish),
-                    };
-                    calls.push(if id.is_empty() {
-                        call
-                    } else {
-                        call.with_id(id)
-                    });
-                }
+                } => calls.push(id, &name, &arguments, whole),
                 Slot::Skipped => {}
             }
         }
-        if self.finish == Some(FinishReason::Length)
-            && last_whole
-            && let Some(last) = calls.last_mut()
-        {
-            // A toolUse cut by maxTokens may hold incomplete input: never run it.
-            last.raw_arguments = Some(last.arguments_text());
-            last.arguments = Map::new();
-        }
+        let calls = calls.into_calls();
         let mut response = CompletionResponse::from_blocks(merge_blocks(blocks))
             .with_tool_calls(calls)
             .with_finish_reason(self.finish.unwrap_or(FinishReason::Stop));

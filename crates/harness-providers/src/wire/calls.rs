@@ -38,6 +38,55 @@ pub(crate) fn call_from_value(name: &str, value: Option<Value>) -> ToolCall {
     }
 }
 
+/// The tool calls of a turn read block by block (Anthropic's `tool_use`, Bedrock's
+/// `toolUse`), each block's input streamed as deltas or given whole with the block.
+pub(crate) struct BlockCalls {
+    calls: Vec<ToolCall>,
+    finish: Option<FinishReason>,
+    /// Whether the last call's input came whole with its block (not as deltas).
+    last_whole: bool,
+}
+
+impl BlockCalls {
+    /// No calls yet, for a turn that ended for `finish`.
+    pub(crate) fn new(finish: Option<FinishReason>) -> Self {
+        Self {
+            calls: Vec::new(),
+            finish,
+            last_whole: false,
+        }
+    }
+
+    /// A block's call: input streamed as deltas (`arguments`) wins; else what the block came
+    /// with (`whole`). An empty id is no id.
+    pub(crate) fn push(&mut self, id: String, name: &str, arguments: &str, whole: Option<Value>) {
+        let streamed = !arguments.trim().is_empty();
+        self.last_whole = whole.is_some() && !streamed;
+        let call = match whole {
+            Some(input) if !streamed => call_from_value(name, Some(input)),
+            _ => call_from_text(name, arguments, self.finish),
+        };
+        self.calls.push(if id.is_empty() {
+            call
+        } else {
+            call.with_id(id)
+        });
+    }
+
+    /// The calls. A turn cut at its output limit may have cut the last call's input, when it
+    /// came whole: that call is kept but never run.
+    pub(crate) fn into_calls(mut self) -> Vec<ToolCall> {
+        if self.finish == Some(FinishReason::Length)
+            && self.last_whole
+            && let Some(last) = self.calls.last_mut()
+        {
+            last.raw_arguments = Some(last.arguments_text());
+            last.arguments = Map::new();
+        }
+        self.calls
+    }
+}
+
 /// The transcript with an id on every tool call and every tool result, for a vendor that
 /// pairs them by id (OpenAI's and Anthropic's formats refuse an empty one). Gemini's models
 /// may give none: a call without one gets `call_{turn}_{k}` (its message's index and its
