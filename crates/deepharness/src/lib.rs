@@ -94,17 +94,13 @@ pub use harness_core::{Agent, AgentEvent, AgentState, Budget, Ctx, Error, Llm, M
 pub use harness_core::tool;
 #[cfg(feature = "graph")]
 pub use harness_graph::{Executor, Graph};
-#[cfg(feature = "providers")]
-pub use harness_providers::AzureOpenAi;
 #[cfg(feature = "bedrock")]
 pub use harness_providers::Bedrock;
 #[cfg(feature = "providers")]
-pub use harness_providers::OpenAiResponses;
-pub use harness_providers::Vertex;
-#[cfg(feature = "providers")]
 pub use harness_providers::{
-    Anthropic, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp, LmStudio, Mistral,
-    Ollama, OpenAi, OpenRouter, Together, Vllm, Xai, model_from_env, model_from_env_or_test,
+    Anthropic, AzureOpenAi, Cerebras, Cohere, DeepSeek, Fireworks, Gemini, Groq, LlamaCpp,
+    LmStudio, Mistral, Ollama, OpenAi, OpenAiResponses, OpenRouter, Together, Vertex, Vllm, Xai,
+    model_from_env, model_from_env_or_test,
 };
 
 /// The loop's own types: the builder, a run's input and options, its stream, its error, the
@@ -195,18 +191,13 @@ pub mod providers {
     };
     pub use harness_core::{CacheRetention, CacheTtl, Cost, Prices, PromptCache, TokenCount, Usd};
     pub use harness_core::{HostedCall, HostedTool};
-    #[cfg(feature = "providers")]
-    pub use harness_providers::AzureOpenAiBuilder;
     #[cfg(feature = "azure-identity")]
     pub use harness_providers::EntraId;
     #[cfg(feature = "providers")]
-    pub use harness_providers::OpenAiResponsesBuilder;
-    #[cfg(feature = "providers")]
-    pub use harness_providers::VertexBuilder;
-    #[cfg(feature = "providers")]
     pub use harness_providers::{
-        AnthropicBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder, HttpClient, HttpConfig,
-        OpenAiBuilder, RateLimited, RetryPolicy, Retrying, SseDecoder, SseEvent, rest,
+        AnthropicBuilder, AzureOpenAiBuilder, Caching, CohereBuilder, Fallback, GeminiBuilder,
+        HttpClient, HttpConfig, OpenAiBuilder, OpenAiResponsesBuilder, RateLimited, RetryPolicy,
+        Retrying, SseDecoder, SseEvent, VertexBuilder, rest,
     };
     #[cfg(feature = "bedrock")]
     pub use harness_providers::{BedrockBuilder, Guardrail, GuardrailTrace, aws_credential_types};
