@@ -49,6 +49,8 @@ pub struct Gemini {
     /// `/models/{model}:generateContent`, and its streaming twin, made once.
     generate_path: String,
     stream_path: String,
+    /// `{model}:countTokens`, beside them.
+    count_path: String,
     /// The builder's `prices`, over the table's.
     prices: Option<Prices>,
 }
@@ -187,6 +189,7 @@ impl Gemini {
         Self {
             client,
             generate_path: format!("{models}/{model}:generateContent"),
+            count_path: format!("{models}/{model}:countTokens"),
             stream_path: format!("{models}/{model}:streamGenerateContent?alt=sse"),
             model,
             defaults,
@@ -227,24 +230,29 @@ impl Llm for Gemini {
     }
 
     /// Gemini counts: `POST /models/{model}:countTokens` with the request as it would be
-    /// sent, under `generateContentRequest`.
-    /// A cloud serving Gemini is not asked (its counting request has another shape); the
-    /// count is then [`TokenCount::estimate`].
+    /// sent, under `generateContentRequest`. A cloud serving Gemini (Vertex AI) is asked at
+    /// its own `:countTokens` with the contents, system instruction and tools, the fields
+    /// its counting request takes.
     async fn count_tokens(&self, request: Request<'_>) -> Result<TokenCount> {
-        if self.vendor.id != ID {
-            return Ok(TokenCount::estimate(&request));
-        }
         let body = self.body(&request)?;
-        let model = format!("models/{}", self.model);
-        let count = CountBody {
-            generate_content_request: CountRequest {
-                model: &model,
-                body: &body,
-            },
+        let answer = if self.vendor.id == ID {
+            let model = format!("models/{}", self.model);
+            let count = CountBody {
+                generate_content_request: CountRequest {
+                    model: &model,
+                    body: &body,
+                },
+            };
+            self.client.post(&self.count_path, &count).await?
+        } else {
+            let count = CloudCountBody {
+                contents: &body.contents,
+                system_instruction: body.system_instruction.as_ref(),
+                tools: body.tools.as_ref(),
+            };
+            self.client.post(&self.count_path, &count).await?
         };
-        let path = format!("/models/{}:countTokens", self.model);
-        let answer = self.client.post(&path, &count).await?;
-        read_count(&path, &answer)
+        read_count(self.vendor, &self.count_path, &answer)
     }
 
     /// Gemini holds an answer to a JSON Schema (`responseJsonSchema`).
@@ -301,8 +309,19 @@ struct CountRequest<'b, 'a> {
     body: &'b Body<'a>,
 }
 
+/// A cloud's `countTokens` request (Vertex AI's): the prompt's parts at the top level.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CloudCountBody<'b, 'a> {
+    contents: &'b Contents<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<&'b Instruction<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'b [Declarations<'a>; 1]>,
+}
+
 /// The answer to a `countTokens` request: `{"totalTokens": N, ...}`.
-fn read_count(path: &str, body: &[u8]) -> Result<TokenCount> {
+fn read_count(vendor: Vendor<'_>, path: &str, body: &[u8]) -> Result<TokenCount> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct CountIn {
@@ -311,15 +330,15 @@ fn read_count(path: &str, body: &[u8]) -> Result<TokenCount> {
         #[serde(default)]
         error: Option<Value>,
     }
-    let count: CountIn = json::answer(VENDOR, path, body)?;
+    let count: CountIn = json::answer(vendor, path, body)?;
     if let Some(error) = count.error.as_ref().filter(|e| !e.is_null()) {
         return Err(json::vendor_error(
-            VENDOR,
+            vendor,
             error,
             &String::from_utf8_lossy(body),
         ));
     }
-    let tokens = json::required(VENDOR, count.total_tokens, "totalTokens", body)?;
+    let tokens = json::required(vendor, count.total_tokens, "totalTokens", body)?;
     Ok(TokenCount::counted(tokens.0))
 }
 

@@ -1029,3 +1029,54 @@ mod adc {
         });
     }
 }
+
+// Vertex's countTokens: the bodies follow Vertex AI's API reference (`CountTokensRequest`,
+// `CountTokensResponse`); no public recording of the call was found.
+#[tokio::test]
+async fn gemini_counts_at_vertex_count_tokens_with_the_prompt_parts() {
+    let server = Server::always(Reply::json(
+        200,
+        br#"{"totalTokens": 31, "totalBillableCharacters": 96}"#.to_vec(),
+    ))
+    .await;
+    let model = connection(&server, "us-central1")
+        .build()
+        .unwrap()
+        .gemini("gemini-2.5-flash")
+        .unwrap();
+    let messages = [Message::system("Be brief."), Message::user("hello world")];
+    let count = model.count_tokens(Request::new(&messages)).await.unwrap();
+    assert_eq!((count.tokens, count.exact), (31, true));
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.target,
+        path("us-central1", "google", "gemini-2.5-flash", "countTokens")
+    );
+    assert_eq!(
+        request.json(),
+        json!({
+            "contents": [{"role": "user", "parts": [{"text": "hello world"}]}],
+            "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        })
+    );
+    assert!(
+        request
+            .header("authorization")
+            .unwrap()
+            .starts_with("Bearer ya29.")
+    );
+
+    // An answer without the count is an error naming Vertex and the field.
+    let server = Server::always(Reply::json(200, b"{}".to_vec())).await;
+    let model = connection(&server, "global")
+        .build()
+        .unwrap()
+        .gemini("gemini-2.5-flash")
+        .unwrap();
+    let err = model
+        .count_tokens(Request::new(&messages))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Provider, "{err}");
+    assert!(err.to_string().contains("totalTokens"), "{err}");
+}
