@@ -146,6 +146,37 @@ fn credentials_come_from_the_environment_the_profile_files_or_an_api_key() {
         let (auth, _) = authorization(&other, &server).await;
         assert!(auth.contains("Credential=AKIDOTHERPROFILE/"), "{auth}");
 
+        // A profile whose credentials come from a program (`credential_process`): the
+        // program's JSON, as the AWS CLI and SDKs read it.
+        let process = home.join("credentials-process.sh");
+        std::fs::write(
+            &process,
+            "#!/bin/sh
+echo '{\"Version\": 1, \"AccessKeyId\": \"AKIDFROMPROCESS\",              \"SecretAccessKey\": \"process-secret\", \"SessionToken\": \"process-session\"}'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &process,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[profile dev]\nregion = ap-south-1\n\n[profile tool]\ncredential_process = {}\n",
+                process.display()
+            ),
+        )
+        .unwrap();
+        let tool = Bedrock::builder(MODEL)
+            .base_url(&server.url)
+            .profile("tool")
+            .build()
+            .unwrap();
+        let (auth, token) = authorization(&tool, &server).await;
+        assert!(auth.contains("Credential=AKIDFROMPROCESS/"), "{auth}");
+        assert_eq!(token.as_deref(), Some("process-session"));
+
         // A Bedrock API key wins over the chain.
         set("AWS_BEARER_TOKEN_BEDROCK", "ABSKbedrock-api-key");
         let (auth, _) = authorization(&model().unwrap(), &server).await;

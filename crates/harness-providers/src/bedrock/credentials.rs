@@ -1,6 +1,7 @@
 //! AWS credentials for SigV4: given, or found by AWS's standard chain (`aws-config`):
 //! environment variables, the shared config and credentials files (a profile, with its
-//! `role_arn`, `credential_process`, ... as aws-config reads them), web identity (EKS, GitHub
+//! `role_arn`, `credential_process`, an IAM Identity Center (SSO) session, ... as aws-config
+//! reads them), web identity (EKS, GitHub
 //! Actions), the ECS container endpoint and the EC2 instance role. Kept until five minutes
 //! before they expire.
 //!
