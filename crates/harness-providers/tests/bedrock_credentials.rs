@@ -86,6 +86,47 @@ async fn authorization(model: &Bedrock, server: &Server) -> (String, Option<Stri
     )
 }
 
+/// A profile whose credentials come from a program (`credential_process`): the program's
+/// JSON, as the AWS CLI and SDKs read it.
+async fn credential_process_profile(
+    home: &std::path::Path,
+    config: &std::path::Path,
+    server: &Server,
+) {
+    let process = home.join("credentials-process.sh");
+    std::fs::write(
+        &process,
+        concat!(
+            "#!/bin/sh\n",
+            r#"echo '{"Version": 1, "AccessKeyId": "AKIDFROMPROCESS", "#,
+            r#""SecretAccessKey": "process-secret", "SessionToken": "process-session"}'"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &process,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(
+        config,
+        format!(
+            "[profile dev]\nregion = ap-south-1\n\n[profile tool]\ncredential_process = {}\n",
+            process.display()
+        ),
+    )
+    .unwrap();
+    let tool = Bedrock::builder(MODEL)
+        .base_url(&server.url)
+        .profile("tool")
+        .build()
+        .unwrap();
+    let (auth, token) = authorization(&tool, server).await;
+    assert!(auth.contains("Credential=AKIDFROMPROCESS/"), "{auth}");
+    assert_eq!(token.as_deref(), Some("process-session"));
+}
+
 #[test]
 fn credentials_come_from_the_environment_the_profile_files_or_an_api_key() {
     let home = std::env::temp_dir().join(format!("bedrock-credentials-{}", std::process::id()));
@@ -146,36 +187,7 @@ fn credentials_come_from_the_environment_the_profile_files_or_an_api_key() {
         let (auth, _) = authorization(&other, &server).await;
         assert!(auth.contains("Credential=AKIDOTHERPROFILE/"), "{auth}");
 
-        // A profile whose credentials come from a program (`credential_process`): the
-        // program's JSON, as the AWS CLI and SDKs read it.
-        let process = home.join("credentials-process.sh");
-        std::fs::write(
-            &process,
-            "#!/bin/sh
-echo '{\"Version\": 1, \"AccessKeyId\": \"AKIDFROMPROCESS\",              \"SecretAccessKey\": \"process-secret\", \"SessionToken\": \"process-session\"}'\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            &process,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        std::fs::write(
-            &config,
-            format!(
-                "[profile dev]\nregion = ap-south-1\n\n[profile tool]\ncredential_process = {}\n",
-                process.display()
-            ),
-        )
-        .unwrap();
-        let tool = Bedrock::builder(MODEL)
-            .base_url(&server.url)
-            .profile("tool")
-            .build()
-            .unwrap();
-        let (auth, token) = authorization(&tool, &server).await;
-        assert!(auth.contains("Credential=AKIDFROMPROCESS/"), "{auth}");
-        assert_eq!(token.as_deref(), Some("process-session"));
+        credential_process_profile(&home, &config, &server).await;
 
         // A Bedrock API key wins over the chain.
         set("AWS_BEARER_TOKEN_BEDROCK", "ABSKbedrock-api-key");
