@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
 use harness_core::{
-    Block, CompletionResponse, Content, ErrorKind, FinishReason, Llm, Message, ProviderErrorKind,
-    Request, ToolSpec,
+    Block, CompletionResponse, ErrorKind, FinishReason, Llm, Message, ProviderErrorKind, Request,
+    ToolSpec,
 };
 use harness_providers::rest::TokenSource;
 use harness_providers::{AzureOpenAi, AzureOpenAiBuilder, OpenAiResponses, RetryPolicy};
 use serde_json::{Value, json};
 use support::{
-    Reply, Server, collect_events, completed, deltas, fixture, fixture_json, openai_messages_normal,
+    Reply, Server, collect_events, completed, deltas, fixture, fixture_json,
+    openai_messages_normal, turn, usage_figures,
 };
 
 fn path(name: &str) -> String {
@@ -45,23 +46,6 @@ fn secret_tool() -> Arc<ToolSpec> {
         "A tool that requires a password to retrieve a secret.",
         recorded["parameters"].clone(),
     ))
-}
-
-/// The assistant message a turn leaves in the transcript.
-fn turn(response: &CompletionResponse) -> Message {
-    Message::assistant(Content::from_blocks(response.blocks().to_vec()))
-        .with_tool_calls(response.tool_calls().to_vec())
-}
-
-fn usage(response: &CompletionResponse) -> (u64, u64, u64, u64, u64) {
-    let u = response.usage().unwrap();
-    (
-        u.prompt_tokens,
-        u.completion_tokens,
-        u.total_tokens,
-        u.cached_tokens,
-        u.reasoning_tokens,
-    )
 }
 
 fn calls(response: &CompletionResponse) -> Vec<(String, String, Value)> {
@@ -137,7 +121,7 @@ async fn v1_chat_a_parallel_tool_round_whole() {
     );
     assert_eq!(first.content(), "");
     assert_eq!(first.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&first), (159, 191, 350, 0, 128));
+    assert_eq!(usage_figures(&first), (159, 191, 350, 0, 128));
     assert_eq!(first.id(), Some("chatcmpl-D2Tb2IMbe7vZpl9AKw3hxClM0pJoH"));
     assert_eq!(first.model(), Some("gpt-5-mini-2025-08-07"));
 
@@ -155,7 +139,7 @@ async fn v1_chat_a_parallel_tool_round_whole() {
         "- mellon: \"Welcome to Moria!\"\n- radiance: \"Life before Death\""
     );
     assert_eq!(second.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&second), (239, 93, 332, 0, 64));
+    assert_eq!(usage_figures(&second), (239, 93, 332, 0, 64));
 
     let requests = server.requests();
     for request in &requests {
@@ -229,7 +213,7 @@ async fn v1_chat_a_parallel_tool_round_streamed_past_the_prompt_filter_chunk() {
         ]
     );
     assert_eq!(first.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&first), (159, 127, 286, 0, 64));
+    assert_eq!(usage_figures(&first), (159, 127, 286, 0, 64));
     // The first chunk (Azure's prompt filter results) has an empty id and model: the
     // stream's are the next chunk's.
     assert_eq!(first.id(), Some("chatcmpl-D2TbDwkS4H2CXgvIG9YPmnf6hMsLz"));
@@ -246,7 +230,7 @@ async fn v1_chat_a_parallel_tool_round_streamed_past_the_prompt_filter_chunk() {
     let second = completed(&events);
     assert_eq!(second.content(), text);
     assert_eq!(second.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(second), (239, 162, 401, 0, 128));
+    assert_eq!(usage_figures(second), (239, 162, 401, 0, 128));
 
     for (request, name) in server.requests().iter().zip([
         "chat/v1_stream_parallel_tool_calls",
@@ -285,7 +269,7 @@ async fn dated_chat_goes_to_the_deployment_with_its_api_version_whole_and_stream
     let whole = model.generate(Request::new(&messages)).await.unwrap();
     assert_eq!(whole.content(), "4200 + 42 equals 4242.");
     assert_eq!(whole.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&whole), (16, 11, 27, 0, 0));
+    assert_eq!(usage_figures(&whole), (16, 11, 27, 0, 0));
     assert_eq!(whole.id(), Some("chatcmpl-CYljXG7URhfUajUrf04DzDMUn59Fm"));
     assert_eq!(whole.model(), Some("gpt-4o-mini-2024-07-18"));
 
@@ -336,7 +320,7 @@ async fn an_answer_with_prompt_filter_results_that_filtered_nothing_reads_as_sto
     let response = model.generate(Request::new(&messages)).await.unwrap();
     assert_eq!(response.content(), "The capital of France is **Paris**.");
     assert_eq!(response.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&response), (14, 9, 23, 0, 0));
+    assert_eq!(usage_figures(&response), (14, 9, 23, 0, 0));
     let request = &server.requests()[0];
     assert_eq!(
         request.target,
@@ -632,14 +616,14 @@ async fn dated_responses_a_text_answer_whole_and_streamed() {
         Some("resp_0f97d91745cbcb7800690c2173ed6c8190b8bf38c99682c3e3")
     );
     assert_eq!(whole.model(), Some("gpt-4o-mini"));
-    assert_eq!(usage(&whole), (16, 11, 27, 0, 0));
+    assert_eq!(usage_figures(&whole), (16, 11, 27, 0, 0));
     assert_eq!(whole.finish_reason(), FinishReason::Stop);
 
     let events = collect_events(&model, &messages, &[]).await;
     assert_eq!(deltas(&events, false), "4200 + 42 equals 4242.");
     let streamed = completed(&events);
     assert_eq!(streamed.content(), "4200 + 42 equals 4242.");
-    assert_eq!(usage(streamed), (16, 11, 27, 0, 0));
+    assert_eq!(usage_figures(streamed), (16, 11, 27, 0, 0));
     assert_eq!(
         streamed.id(),
         Some("resp_0ef4c09315bcd6d800690c2178339c819086d42064c371fd62")
@@ -746,7 +730,7 @@ async fn dated_responses_a_parallel_function_round_whole_and_streamed() {
             })
             .collect();
         assert_eq!(calls(&first), expected, "streamed {streamed}");
-        assert_eq!(usage(&first), (36, 54, 90, 0, 0));
+        assert_eq!(usage_figures(&first), (36, 54, 90, 0, 0));
 
         messages.push(turn(&first));
         messages.extend(secret_results(ids));
@@ -795,7 +779,7 @@ async fn v1_responses_an_answer_with_content_filters_that_blocked_nothing() {
     let response = model.generate(Request::new(&messages)).await.unwrap();
     assert_eq!(response.content(), "Paris");
     assert_eq!(response.finish_reason(), FinishReason::Stop);
-    assert_eq!(usage(&response), (18, 5, 23, 0, 0));
+    assert_eq!(usage_figures(&response), (18, 5, 23, 0, 0));
     let request = &server.requests()[0];
     assert_eq!(request.target, "/openai/v1/responses");
     let recorded = recorded("responses/v1_nonstream_text_content_filters");
@@ -886,7 +870,7 @@ async fn v1_responses_encrypted_reasoning_comes_back_streamed_and_goes_back_with
             json!({"a": 12, "b": 7, "op": "add"})
         )]
     );
-    assert_eq!(usage(&first), (137, 28, 165, 0, 0));
+    assert_eq!(usage_figures(&first), (137, 28, 165, 0, 0));
 
     let call_id = first.tool_calls()[0].id.clone().unwrap();
     messages.push(turn(&first));
@@ -899,7 +883,7 @@ async fn v1_responses_encrypted_reasoning_comes_back_streamed_and_goes_back_with
         second.content(),
         "(12 + 7) = 19\n19 × 3 = 57\n57 × 10 = 570\n\nFinal result: 570"
     );
-    assert_eq!(usage(&second), (564, 101, 665, 0, 64));
+    assert_eq!(usage_figures(&second), (564, 101, 665, 0, 64));
     assert!(second.thinking().starts_with("**Compiling final result**"));
 
     let requests = server.requests();

@@ -19,7 +19,7 @@ use harness_core::{
 use harness_providers::replay::{Format, decode_answer, decode_stream};
 use harness_providers::{Bedrock, BedrockBuilder, Guardrail, GuardrailTrace, RetryPolicy};
 use serde_json::{Value, json};
-use support::{Reply, Server, collect_events, completed, deltas, fixture, fixture_json};
+use support::{Reply, Server, collect_events, completed, deltas, fixture, fixture_json, turn};
 
 const NOVA: &str = "us.amazon.nova-micro-v1:0";
 const CLAUDE: &str = "us.anthropic.claude-3-7-sonnet-20250219-v1:0";
@@ -181,11 +181,6 @@ fn normal(recorded: &Value) -> Value {
         }
     }
     body
-}
-
-/// The assistant's turn as the agent keeps it.
-fn turn(response: &CompletionResponse) -> Message {
-    Message::assistant(response.blocks().to_vec()).with_tool_calls(response.tool_calls().to_vec())
 }
 
 #[tokio::test]

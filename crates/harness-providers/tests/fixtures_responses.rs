@@ -21,7 +21,7 @@ use harness_core::{
 };
 use harness_providers::{Anthropic, Gemini, OpenAi, OpenAiResponses, OpenAiResponsesBuilder};
 use serde_json::{Value, json};
-use support::{Reply, Server, completed, deltas, fixture, fixture_json};
+use support::{Reply, Server, completed, deltas, fixture, fixture_json, turn, usage_figures};
 
 const DIR: &str = "openai-responses";
 
@@ -77,23 +77,6 @@ fn hosted(response: &CompletionResponse) -> Vec<&HostedCall> {
         .collect()
 }
 
-/// The assistant message a turn leaves in the transcript.
-fn turn(response: &CompletionResponse) -> Message {
-    Message::assistant(Content::from_blocks(response.blocks().to_vec()))
-        .with_tool_calls(response.tool_calls().to_vec())
-}
-
-fn usage(response: &CompletionResponse) -> (u64, u64, u64, u64, u64) {
-    let u = response.usage().unwrap();
-    (
-        u.prompt_tokens,
-        u.completion_tokens,
-        u.total_tokens,
-        u.cached_tokens,
-        u.reasoning_tokens,
-    )
-}
-
 /// The recorded request's field `key`.
 fn recorded(name: &str, key: &str) -> Value {
     fixture_json(&path(&format!("{name}.request.json")))[key].clone()
@@ -113,7 +96,7 @@ async fn a_whole_text_answer_and_the_request_that_asked_for_it() {
         Some("resp_68c2e8c147ac819491bcd667055eadbc02e845978fbbb592")
     );
     assert_eq!(response.model(), Some("gpt-4o-2024-08-06"));
-    assert_eq!(usage(&response), (14, 8, 22, 0, 0));
+    assert_eq!(usage_figures(&response), (14, 8, 22, 0, 0));
     assert_eq!(response.finish_reason(), FinishReason::Stop);
     assert!(response.tool_calls().is_empty());
 
@@ -169,7 +152,7 @@ async fn a_whole_function_call_then_the_answer_after_its_output() {
         ("get_capital", json!({"country": "PotatoLand"}))
     );
     assert_eq!(first.content(), "");
-    assert_eq!(usage(&first), (40, 18, 58, 0, 0));
+    assert_eq!(usage_figures(&first), (40, 18, 58, 0, 0));
 
     messages.push(turn(&first));
     messages.push(
@@ -220,7 +203,7 @@ async fn a_streamed_function_call_then_the_streamed_answer_after_its_output() {
     let call = &first.tool_calls()[0];
     assert_eq!(call.id.as_deref(), Some("call_kL0PCQV7M2WMoVX8V8OtYSAL"));
     assert_eq!(call.arguments_value(), json!({"country": "France"}));
-    assert_eq!(usage(&first), (255, 16, 271, 0, 0));
+    assert_eq!(usage_figures(&first), (255, 16, 271, 0, 0));
     assert_eq!(
         first.id(),
         Some("resp_67e554a155508191900ee113293c4c830794405d35281ae2")
@@ -236,7 +219,7 @@ async fn a_streamed_function_call_then_the_streamed_answer_after_its_output() {
     assert_eq!(deltas(&events, false), "The capital of France is Paris.");
     let second = completed(&events);
     assert_eq!(second.content(), "The capital of France is Paris.");
-    assert_eq!(usage(second), (278, 9, 287, 0, 0));
+    assert_eq!(usage_figures(second), (278, 9, 287, 0, 0));
     assert_eq!(second.finish_reason(), FinishReason::Stop);
 
     let body = server.requests()[1].json();
@@ -292,7 +275,7 @@ async fn reasoning_comes_back_with_its_id_and_encrypted_content_and_goes_back_wh
             .unwrap()
             .starts_with("Plan:")
     );
-    assert_eq!(usage(&first), (124, 1926, 2050, 0, 1792));
+    assert_eq!(usage_figures(&first), (124, 1926, 2050, 0, 1792));
 
     messages.push(turn(&first));
     messages.push(
@@ -300,7 +283,7 @@ async fn reasoning_comes_back_with_its_id_and_encrypted_content_and_goes_back_wh
     );
     let second = model.generate(Request::new(&messages)).await.unwrap();
     assert!(second.content().starts_with("Softly old fountains"));
-    assert_eq!(usage(&second), (2087, 124, 2211, 2048, 0));
+    assert_eq!(usage_figures(&second), (2087, 124, 2211, 2048, 0));
 
     let body = server.requests()[1].json();
     assert_eq!(
@@ -456,7 +439,7 @@ async fn structured_output_goes_as_text_format_json_schema() {
         serde_json::from_str::<Value>(response.content()).unwrap(),
         json!({"city": "Mexico City", "country": "Mexico"})
     );
-    assert_eq!(usage(&response), (89, 16, 105, 0, 0));
+    assert_eq!(usage_figures(&response), (89, 16, 105, 0, 0));
     assert_eq!(server.requests()[0].json()["text"], recorded_format);
 
     let off = builder(&server.url)
@@ -607,7 +590,7 @@ async fn citations_mcp_code_and_file_search_are_read_as_what_they_are() {
             .content()
             .starts_with("Pydantic AI is a Python agent framework")
     );
-    assert_eq!(usage(&response), (1207, 535, 1742, 0, 320));
+    assert_eq!(usage_figures(&response), (1207, 535, 1742, 0, 320));
 
     let server = answering("nonstream_code_interpreter_call.json").await;
     let response = model(&server.url)
@@ -625,7 +608,7 @@ async fn citations_mcp_code_and_file_search_are_read_as_what_they_are() {
         call.results,
         [json!({"logs": "-428330955.97745", "type": "logs"})]
     );
-    assert_eq!(usage(&response), (1493, 125, 1618, 1280, 64));
+    assert_eq!(usage_figures(&response), (1493, 125, 1618, 1280, 64));
 
     let server = answering("nonstream_file_search_call.json").await;
     let response = model(&server.url)

@@ -252,6 +252,26 @@ pub async fn collect_events<M: harness_core::Llm + Clone>(
         .await
 }
 
+/// The assistant message a turn leaves in the transcript, as the agent keeps it.
+pub fn turn(response: &harness_core::CompletionResponse) -> harness_core::Message {
+    harness_core::Message::assistant(harness_core::Content::from_blocks(
+        response.blocks().to_vec(),
+    ))
+    .with_tool_calls(response.tool_calls().to_vec())
+}
+
+/// A response's usage as `(prompt, completion, total, cached, reasoning)`.
+pub fn usage_figures(response: &harness_core::CompletionResponse) -> (u64, u64, u64, u64, u64) {
+    let u = response.usage().unwrap();
+    (
+        u.prompt_tokens,
+        u.completion_tokens,
+        u.total_tokens,
+        u.cached_tokens,
+        u.reasoning_tokens,
+    )
+}
+
 /// The response a stream ended with.
 pub fn completed(events: &[harness_core::LlmEvent]) -> &harness_core::CompletionResponse {
     match events.last() {
