@@ -18,6 +18,7 @@ impl OpenAi {
     /// The request body, borrowed from the request.
     pub(super) fn body<'a>(&'a self, request: &Request<'a>, stream: bool) -> Body<'a> {
         let settings = Settings::merge(request.settings, &self.defaults);
+        let (cache_key, cache_retention) = settings.openai_cache();
         let tools = !request.tools.is_empty();
         let max_tokens = settings.max_tokens;
         Body {
@@ -34,15 +35,8 @@ impl OpenAi {
             stop: settings.stop,
             reasoning_effort: settings.reasoning.map(harness_core::ReasoningLevel::as_str),
             // OpenAI's own fields; a gateway might refuse them.
-            prompt_cache_key: settings
-                .prompt_cache
-                .and_then(|cache| cache.key.as_deref())
-                .filter(|_| self.id == "openai"),
-            prompt_cache_retention: settings
-                .prompt_cache
-                .and_then(|cache| cache.retention)
-                .map(harness_core::CacheRetention::as_str)
-                .filter(|_| self.id == "openai"),
+            prompt_cache_key: cache_key.filter(|_| self.id == "openai"),
+            prompt_cache_retention: cache_retention.filter(|_| self.id == "openai"),
             response_format: request
                 .output
                 .filter(|_| self.native_output)

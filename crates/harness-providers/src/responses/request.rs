@@ -22,6 +22,7 @@ impl OpenAiResponses {
     /// The request body, borrowed from the request.
     pub(super) fn body<'a>(&'a self, request: &Request<'a>, stream: bool) -> Body<'a> {
         let settings = Settings::merge(request.settings, &self.defaults);
+        let (cache_key, cache_retention) = settings.openai_cache();
         let hosted = settings.hosted_tools;
         let tools = !request.tools.is_empty() || !hosted.is_empty();
         // The leading system messages are the instructions; a later one stays in its place.
@@ -72,11 +73,8 @@ impl OpenAiResponses {
                 .map(|output| TextWire {
                     format: Format::new(output),
                 }),
-            prompt_cache_key: settings.prompt_cache.and_then(|cache| cache.key.as_deref()),
-            prompt_cache_retention: settings
-                .prompt_cache
-                .and_then(|cache| cache.retention)
-                .map(harness_core::CacheRetention::as_str),
+            prompt_cache_key: cache_key,
+            prompt_cache_retention: cache_retention,
             store: self.store,
             include,
             stream: stream.then_some(true),

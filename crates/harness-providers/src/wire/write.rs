@@ -32,6 +32,18 @@ pub(crate) struct Settings<'a> {
 }
 
 impl<'a> Settings<'a> {
+    /// OpenAI's prompt-cache fields, `prompt_cache_key` and `prompt_cache_retention`, from
+    /// the settings' [`PromptCache`].
+    pub(crate) fn openai_cache(&self) -> (Option<&'a str>, Option<&'static str>) {
+        let cache = self.prompt_cache;
+        (
+            cache.and_then(|cache| cache.key.as_deref()),
+            cache
+                .and_then(|cache| cache.retention)
+                .map(harness_core::CacheRetention::as_str),
+        )
+    }
+
     pub(crate) fn merge(narrow: &'a ModelSettings, broad: &'a ModelSettings) -> Self {
         Self {
             temperature: narrow.temperature.or(broad.temperature),
